@@ -1,0 +1,76 @@
+#pragma once
+// The engine's per-pod framework on one backend: runs a profile's plugins as kernels
+// over node columns. The cycle (node order, feasible window, selection) is host-side,
+// in kplace/cycle. Host-safe.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kplace/config/profile.h"
+#include "kplace/engine/plugin.h"
+#include "kplace/engine/snapshot.h"
+
+namespace kplace::engine {
+
+struct PreFilterResult {
+  /** Merged status: Success, Unschedulable(AndUnresolvable) (the cycle stops) or Error. */
+  PluginStatus status;
+  std::string failed_plugin;  // plugin that produced `status` when not Success
+  /** Per Filter-point plugin: true when its PreFilter returned Skip. */
+  std::vector<bool> skip_filter;
+  bool restricted = false;
+  std::vector<NodeIndex> allowed;  // sorted, when restricted
+  std::vector<std::string> restricting_plugins;
+};
+
+struct FilterResult {
+  /** Per node: 1 + index into filter_plugins() of the first plugin that rejected it,
+   *  or 0 when the node is feasible. */
+  std::vector<int16_t> failed_plugin;
+  std::vector<VerdictCode> code;  // that plugin's verdict code
+};
+
+struct ScoreResult {
+  PluginStatus status;  // Error when a PreScore failed
+  std::vector<bool> skipped;                     // per score plugin: PreScore returned Skip
+  std::vector<std::vector<int64_t>> raw, normalized;  // [score plugin][k], k over feasible
+  std::vector<int64_t> total;                    // weighted sum per feasible node
+};
+
+class Framework {
+ public:
+  /** Creates the plugins of `profile` on `backend`; null with `*error` when a plugin is
+   *  not available or its arguments are rejected. */
+  static std::unique_ptr<Framework> Create(Backend backend, const Profile& profile,
+                                           const FeatureGates& gates, std::string* error);
+  virtual ~Framework() = default;
+
+  virtual Backend backend() const = 0;
+  virtual const Profile& profile() const = 0;
+  /** Plugin names at the Filter point, in run order. */
+  virtual const std::vector<std::string>& filter_plugins() const = 0;
+
+  /** Builds every plugin's columns for the snapshot (once). */
+  virtual void Prepare(const Snapshot& snapshot) = 0;
+
+  /** Runs PreFilter for `pod` (which becomes the current pod of this cycle). */
+  virtual PreFilterResult PreFilter(const Pod& pod) = 0;
+  /** Runs the Filter plugins not skipped, on every node; first failure wins per node. */
+  virtual FilterResult Filter(const PreFilterResult& pre) = 0;
+  /** Every Filter plugin's verdict code on every node, independently (explain, conform). */
+  virtual std::vector<std::vector<VerdictCode>> FilterEach() = 0;
+  /** The status that verdict `code` of filter plugin `plugin` stands for. */
+  virtual PluginStatus Verdict(int plugin, VerdictCode code) const = 0;
+
+  /** PreScore, Score and NormalizeScore over `feasible` (scan order), weighted. */
+  virtual ScoreResult Score(const std::vector<NodeIndex>& feasible) = 0;
+
+  /** Records a binding: the snapshot gets the pod, plugins update their columns. */
+  virtual void Bind(const Pod& pod, NodeIndex node) = 0;
+};
+
+/** True when a CUDA device is usable in this process (false when built without CUDA). */
+bool CudaAvailable();
+
+}  // namespace kplace::engine

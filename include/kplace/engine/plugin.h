@@ -1,0 +1,81 @@
+#pragma once
+// An engine plugin: host-side preparation plus kernels over node columns. Each plugin
+// is compiled once per backend (kernels/plugins/<name>.cu) and registered per backend.
+// Host-safe: no Abseil, no CUDA headers.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kplace/config/plugin_args.h"
+#include "kplace/engine/snapshot.h"
+#include "kplace/framework/types.h"
+
+namespace kplace::engine {
+
+enum class Backend : uint8_t { kOmp, kCuda };
+const char* BackendName(Backend b);
+
+/** A filter verdict code per node: 0 passes; other values are plugin-defined. */
+using VerdictCode = uint32_t;
+
+/**
+ * An engine plugin. Pointers passed to Filter/Score/NormalizeScore address memory of
+ * the plugin's backend (host memory for omp, device memory for cuda).
+ */
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  virtual const char* Name() const = 0;
+  /** Bits of ExtensionPoint. */
+  virtual unsigned ExtensionPoints() const = 0;
+
+  /** Builds the plugin's node columns. Called once before any pod. */
+  virtual void Prepare(const Snapshot&) {}
+  /** Compiles the pod into the plugin's parameter block. When the plugin narrows the
+   *  candidate nodes it sets `*restricts` and fills `nodes` (sorted snapshot indices). */
+  virtual PluginStatus PreFilter(const Pod&, const Snapshot&, std::vector<NodeIndex>* /*nodes*/,
+                                 bool* /*restricts*/) {
+    return PluginStatus::Success();
+  }
+  /** Writes a verdict code for every node in [0, num_nodes). */
+  virtual void Filter(int32_t /*num_nodes*/, VerdictCode* /*codes*/) {}
+  /** The status a non-zero verdict code stands for. */
+  virtual PluginStatus Verdict(VerdictCode) const {
+    return PluginStatus::Make(Code::kUnschedulable, Name());
+  }
+  /** `feasible` is the host list of nodes that passed Filter, in scan order. */
+  virtual PluginStatus PreScore(const Pod&, const Snapshot&, const std::vector<NodeIndex>& /*feasible*/) {
+    return PluginStatus::Success();
+  }
+  /** Raw scores of the `count` nodes listed in `nodes`. */
+  virtual void Score(const NodeIndex* /*nodes*/, int32_t /*count*/, int64_t* /*scores*/) {}
+  /** Normalizes `count` raw scores in place (a reduction over them, then a map). */
+  virtual void NormalizeScore(int32_t /*count*/, int64_t* /*scores*/) {}
+  /** Called after the snapshot records `pod` on `node`; update node columns. */
+  virtual void OnBind(const Pod&, NodeIndex, const Snapshot&) {}
+};
+
+using PluginFactory = std::function<std::unique_ptr<Plugin>(const PluginArgs&, const FeatureGates&,
+                                                             std::string* error)>;
+
+/** Registers a plugin for a backend; called from static initializers. */
+bool RegisterPlugin(Backend backend, const std::string& name, PluginFactory factory);
+/** Creates a plugin; null with `*error` set when unknown or when args are rejected. */
+std::unique_ptr<Plugin> MakePlugin(Backend backend, const std::string& name, const PluginArgs& args,
+                                   const FeatureGates& gates, std::string* error);
+/** Names registered for a backend, sorted. */
+std::vector<std::string> RegisteredPlugins(Backend backend);
+
+}  // namespace kplace::engine
+
+// Used inside kernels/plugins/*.cu; KPLACE_BACKEND_ID is set by kernels/backend.cuh.
+#define KPLACE_REGISTER_ENGINE_PLUGIN(name, type)                                        \
+  static const bool kplace_engine_registered_##name [[maybe_unused]] =                    \
+      ::kplace::engine::RegisterPlugin(                                                   \
+          KPLACE_BACKEND_ID, #name,                                                       \
+          [](const ::kplace::PluginArgs& args, const ::kplace::FeatureGates& gates,       \
+             std::string* error) -> std::unique_ptr<::kplace::engine::Plugin> {           \
+            return type::Create(args, gates, error);                                      \
+          })

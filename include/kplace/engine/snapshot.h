@@ -1,0 +1,72 @@
+#pragma once
+// The engine's host-side truth: nodes and bound pods with every string interned to a
+// dense id, and a value-id column per node label key. Host-safe (no Abseil, no CUDA).
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kplace/framework/types.h"
+#include "kplace/model/objects.h"
+
+namespace kplace::engine {
+
+using NodeIndex = int32_t;
+using PodIndex = int32_t;
+constexpr int32_t kNoId = -1;
+
+/** Dense ids for strings; ids are stable for the life of the interner. */
+class Interner {
+ public:
+  int32_t Intern(std::string_view s);
+  /** kNoId when never interned. */
+  int32_t Find(std::string_view s) const;
+  const std::string& Name(int32_t id) const { return names_[id]; }
+  int32_t size() const { return static_cast<int32_t>(names_.size()); }
+
+ private:
+  std::unordered_map<std::string, int32_t> ids_;
+  std::deque<std::string> names_;
+};
+
+/** Nodes, bound pods and interned labels. Pods bound during scheduling are owned here. */
+class Snapshot {
+ public:
+  /** Builds from decoded objects; the ObjectSet must outlive the snapshot. */
+  Snapshot(const ObjectSet& objects, FeatureGates gates);
+
+  int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
+  const Node& node(NodeIndex i) const { return *nodes_[i]; }
+  const std::vector<const Pod*>& pods_on(NodeIndex i) const { return pods_on_node_[i]; }
+  /** kNoId when no node has that name. */
+  NodeIndex FindNode(std::string_view name) const;
+  const ObjectSet& objects() const { return *objects_; }
+  const FeatureGates& gates() const { return gates_; }
+
+  Interner& strings() { return strings_; }
+  const Interner& strings() const { return strings_; }
+
+  /** Value ids of label `key` per node (kNoId where the node lacks it); null when no
+   *  node has the key. */
+  const std::vector<int32_t>* LabelColumn(std::string_view key) const;
+  /** Interned name id per node. */
+  const std::vector<int32_t>& node_name_ids() const { return node_name_ids_; }
+
+  /** Records `pod` as bound to node `i` (a copy is kept) and returns it. */
+  const Pod& Bind(const Pod& pod, NodeIndex i);
+
+ private:
+  const ObjectSet* objects_;
+  FeatureGates gates_;
+  std::vector<const Node*> nodes_;
+  std::vector<std::vector<const Pod*>> pods_on_node_;
+  std::unordered_map<std::string, NodeIndex> node_index_;
+  Interner strings_;
+  std::unordered_map<int32_t, std::vector<int32_t>> label_columns_;  // key id -> column
+  std::vector<int32_t> node_name_ids_;
+  std::deque<Pod> bound_;  // pods bound by this engine
+};
+
+}  // namespace kplace::engine

@@ -1,0 +1,49 @@
+#pragma once
+// Decoding of Kubernetes objects from JSON and multi-document YAML.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "absl/status/statusor.h"
+#include "kplace/model/objects.h"
+
+namespace kplace {
+
+/** @brief Parses JSON or (multi-document) YAML text into JSON documents.
+ *  @return InvalidArgument naming `file` and the line on a syntax error. */
+absl::StatusOr<std::vector<nlohmann::json>> ParseDocuments(std::string_view text,
+                                                           std::string_view file);
+
+/** @brief Reads a file and decodes every object in it (single objects, `kind: List`,
+ *  multi-document YAML) into `out`, appending in input order.
+ *  Objects of kinds scheduling does not read (Events, ConfigMaps, ...) are counted
+ *  in `skipped` when given, never silently merged.
+ *  @return NotFound when the file cannot be read; InvalidArgument naming file,
+ *  object and field path for bad input. */
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, int* skipped = nullptr);
+
+/** @brief Decodes one document (an object or a List) from `file` into `out`. */
+absl::Status DecodeDocument(const nlohmann::json& doc, std::string_view file, ObjectSet* out,
+                            int* skipped = nullptr);
+
+/** @brief Decodes a core/v1 Node. `where` prefixes error messages (e.g. "nodes.json"). */
+absl::StatusOr<Node> DecodeNode(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a core/v1 Pod. */
+absl::StatusOr<Pod> DecodePod(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a metav1.LabelSelector (`path` names it in errors). */
+absl::StatusOr<LabelSelector> DecodeLabelSelector(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a Service, ReplicaSet, StatefulSet or ReplicationController. */
+absl::StatusOr<Workload> DecodeWorkload(const nlohmann::json& j, std::string_view kind,
+                                        std::string_view where);
+/** @brief Decodes a Namespace. */
+absl::StatusOr<Namespace> DecodeNamespace(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes storage objects (PV, PVC, ...) keeping their JSON for later plugins. */
+absl::StatusOr<GenericObject> DecodeGeneric(const nlohmann::json& j, std::string_view kind,
+                                            std::string_view where);
+
+/** @brief "namespace/name" (or "name" for cluster-scoped objects). */
+std::string ObjectKey(const ObjectMeta& meta);
+
+}  // namespace kplace

@@ -1,0 +1,193 @@
+#pragma once
+// Host-side Kubernetes objects: the fields that scheduling reads, decoded exactly.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kplace/model/quantity.h"
+
+namespace kplace {
+
+using Labels = std::map<std::string, std::string>;
+/** Resource name -> quantity, as in a ResourceList. */
+using ResourceList = std::map<std::string, Quantity>;
+
+struct OwnerReference {
+  std::string api_version, kind, name, uid;
+  bool controller = false;
+};
+
+struct ObjectMeta {
+  std::string name, namespace_, uid;
+  Labels labels;
+  std::map<std::string, std::string> annotations;
+  std::string creation_timestamp;  // RFC 3339 text as given
+  int64_t creation_unix = 0;       // seconds since epoch, 0 when absent
+  std::vector<OwnerReference> owner_references;
+};
+
+struct LabelSelectorRequirement {
+  std::string key, op;  // op: In, NotIn, Exists, DoesNotExist
+  std::vector<std::string> values;
+};
+
+/** A metav1.LabelSelector. An empty (non-null) selector matches everything. */
+struct LabelSelector {
+  Labels match_labels;
+  std::vector<LabelSelectorRequirement> match_expressions;
+};
+
+struct NodeSelectorRequirement {
+  std::string key, op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+};
+
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;
+  std::vector<NodeSelectorRequirement> match_fields;
+};
+
+struct NodeSelector {
+  std::vector<NodeSelectorTerm> terms;
+};
+
+struct PreferredSchedulingTerm {
+  int32_t weight = 0;
+  NodeSelectorTerm preference;
+};
+
+struct NodeAffinity {
+  std::optional<NodeSelector> required;
+  std::vector<PreferredSchedulingTerm> preferred;
+};
+
+struct PodAffinityTerm {
+  std::optional<LabelSelector> label_selector;
+  std::vector<std::string> namespaces;
+  std::optional<LabelSelector> namespace_selector;
+  std::string topology_key;
+  std::vector<std::string> match_label_keys;
+  std::vector<std::string> mismatch_label_keys;
+};
+
+struct WeightedPodAffinityTerm {
+  int32_t weight = 0;
+  PodAffinityTerm term;
+};
+
+struct PodAffinity {
+  std::vector<PodAffinityTerm> required;
+  std::vector<WeightedPodAffinityTerm> preferred;
+};
+
+struct Affinity {
+  std::optional<NodeAffinity> node_affinity;
+  std::optional<PodAffinity> pod_affinity;
+  std::optional<PodAffinity> pod_anti_affinity;
+};
+
+struct Toleration {
+  std::string key, op, value, effect;  // op: "" (Equal), Equal, Exists
+  std::optional<int64_t> toleration_seconds;
+};
+
+struct TopologySpreadConstraint {
+  int32_t max_skew = 0;
+  std::string topology_key;
+  std::string when_unsatisfiable;  // DoNotSchedule, ScheduleAnyway
+  std::optional<LabelSelector> label_selector;
+  std::optional<int32_t> min_domains;
+  std::optional<std::string> node_affinity_policy;  // Honor, Ignore
+  std::optional<std::string> node_taints_policy;    // Honor, Ignore
+  std::vector<std::string> match_label_keys;
+};
+
+struct ContainerPort {
+  int32_t container_port = 0;
+  int32_t host_port = 0;
+  std::string protocol = "TCP";
+  std::string host_ip;
+};
+
+struct Container {
+  std::string name, image;
+  ResourceList requests, limits;
+  std::optional<std::string> restart_policy;  // "Always" marks a sidecar init container
+  std::vector<ContainerPort> ports;
+};
+
+/** A pod volume: the source kind and the fields scheduling plugins read. */
+struct Volume {
+  std::string name;
+  std::string source;  // persistentVolumeClaim, ephemeral, hostPath, image, gcePersistentDisk, ...
+  std::string claim_name;  // persistentVolumeClaim.claimName
+  bool read_only = false;
+  std::string image_reference;  // image.reference
+  std::string disk_id;          // gce pdName / aws volumeID / azure diskName / rbd, iscsi ids
+  std::string source_json;      // the whole source object as JSON, for plugins that need more
+};
+
+struct Pod {
+  ObjectMeta meta;
+  std::string node_name;
+  std::string scheduler_name = "default-scheduler";
+  std::optional<int32_t> priority;
+  std::string priority_class_name;
+  std::vector<Container> containers, init_containers;
+  ResourceList overhead;
+  std::optional<ResourceList> pod_requests, pod_limits;  // spec.resources
+  std::map<std::string, std::string> node_selector;
+  std::optional<Affinity> affinity;
+  std::vector<Toleration> tolerations;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<Volume> volumes;
+  std::string phase;  // status.phase
+};
+
+struct Taint {
+  std::string key, value, effect;
+};
+
+struct ContainerImage {
+  std::vector<std::string> names;
+  int64_t size_bytes = 0;
+};
+
+struct Node {
+  ObjectMeta meta;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  ResourceList allocatable, capacity;
+  std::vector<ContainerImage> images;
+};
+
+/** Objects kept as JSON text for plugins that arrive later (storage, workloads). */
+struct GenericObject {
+  std::string kind;
+  ObjectMeta meta;
+  std::string json;
+};
+
+struct Namespace { ObjectMeta meta; };
+
+/** A Service, ReplicaSet, StatefulSet or ReplicationController: what selects pods. */
+struct Workload {
+  std::string kind;
+  ObjectMeta meta;
+  // Services and ReplicationControllers carry a plain map; apps/v1 kinds a LabelSelector.
+  std::optional<LabelSelector> selector;
+};
+
+/** Everything decoded from a set of files, in input order. */
+struct ObjectSet {
+  std::vector<Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<Namespace> namespaces;
+  std::vector<Workload> workloads;
+  std::vector<GenericObject> storage;  // PV, PVC, StorageClass, CSINode, CSIDriver, ...
+  std::vector<GenericObject> configs;  // KubeSchedulerConfiguration documents
+};
+
+}  // namespace kplace

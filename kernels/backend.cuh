@@ -1,0 +1,89 @@
+#pragma once
+// One kernel source, two systems: this header picks Thrust's CUDA or OpenMP system
+// for the translation unit that includes it, and names the backend namespace.
+#include <thrust/execution_policy.h>
+#include "kplace/common/host_device.h"
+#include <thrust/copy.h>
+#include <thrust/transform.h>
+#include <thrust/reduce.h>
+#include <thrust/functional.h>
+
+#include "kplace/engine/plugin.h"
+#include <thrust/iterator/counting_iterator.h>
+
+#if defined(KPLACE_BACKEND_CUDA)
+#include <thrust/system/cuda/execution_policy.h>
+#include <thrust/system/cuda/vector.h>
+#define KPLACE_BACKEND_NS cuda
+#define KPLACE_BACKEND_ID ::kplace::engine::Backend::kCuda
+namespace kplace::cuda {
+template <typename T>
+using vector = thrust::cuda::vector<T>;
+inline auto policy() { return thrust::cuda::par; }
+}  // namespace kplace::cuda
+#elif defined(KPLACE_BACKEND_OMP)
+#include <thrust/system/omp/execution_policy.h>
+#include <thrust/system/omp/vector.h>
+#define KPLACE_BACKEND_NS omp
+#define KPLACE_BACKEND_ID ::kplace::engine::Backend::kOmp
+namespace kplace::omp {
+template <typename T>
+using vector = thrust::omp::vector<T>;
+inline auto policy() { return thrust::omp::par; }
+}  // namespace kplace::omp
+#else
+#error "kernels are compiled with KPLACE_BACKEND_CUDA or KPLACE_BACKEND_OMP"
+#endif
+
+namespace kplace::KPLACE_BACKEND_NS {
+
+/** Copies a host vector into backend memory. */
+template <typename T>
+void Upload(const std::vector<T>& host, vector<T>* out) {
+  out->assign(host.begin(), host.end());
+}
+
+template <typename T>
+T* Ptr(vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
+template <typename T>
+const T* Ptr(const vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
+
+/** out[i] = f(i) for every node index i in [0, n). */
+template <typename Out, typename F>
+void ForEachNode(int32_t n, Out* out, F f) {
+  if (n <= 0) return;
+  thrust::transform(policy(), thrust::counting_iterator<int32_t>(0),
+                    thrust::counting_iterator<int32_t>(n), out, f);
+}
+
+/** out[k] = f(nodes[k]) for the listed nodes. */
+template <typename Out, typename F>
+void ForListedNodes(const engine::NodeIndex* nodes, int32_t count, Out* out, F f) {
+  if (count <= 0) return;
+  thrust::transform(policy(), nodes, nodes + count, out, f);
+}
+
+/** Largest of `count` scores (0 when empty). */
+inline int64_t MaxScore(const int64_t* scores, int32_t count) {
+  if (count <= 0) return 0;
+  return thrust::reduce(policy(), scores, scores + count, int64_t{0}, thrust::maximum<int64_t>());
+}
+
+struct DefaultNormalizeFn {
+  int64_t max;
+  bool reverse;
+  KPLACE_HOST_DEVICE int64_t operator()(int64_t s) const {
+    if (max == 0) return reverse ? kMaxNodeScore : s;
+    int64_t n = kMaxNodeScore * s / max;
+    return reverse ? kMaxNodeScore - n : n;
+  }
+};
+
+/** Upstream's DefaultNormalizeScore over the scored nodes. */
+inline void DefaultNormalize(int64_t* scores, int32_t count, bool reverse) {
+  if (count <= 0) return;
+  int64_t max = MaxScore(scores, count);
+  thrust::transform(policy(), scores, scores + count, scores, DefaultNormalizeFn{max, reverse});
+}
+
+}  // namespace kplace::KPLACE_BACKEND_NS

@@ -1,0 +1,3 @@
+#include "kplace/cli/cli.h"
+
+int main(int argc, char** argv) { return kplace::cli::Main(argc, argv); }

@@ -1,0 +1,82 @@
+#include "kplace/config/profile.h"
+
+#include <algorithm>
+
+#include "kplace/framework/types.h"
+
+namespace kplace {
+namespace {
+
+struct PluginInfo {
+  const char* name;
+  unsigned points;
+  int64_t default_weight;  // 0: no score
+};
+
+constexpr unsigned kPF = kPreFilterPoint, kF = kFilterPoint, kPS = kPreScorePoint, kS = kScorePoint,
+                   kN = kNormalizeScorePoint;
+
+// The v1.37 default MultiPoint order (cycle-and-config.md §4.1), with weights.
+constexpr PluginInfo kDefaultPlugins[] = {
+    {"NodeUnschedulable", kF, 0},
+    {"NodeName", kF, 0},
+    {"TaintToleration", kF | kPS | kS | kN, 3},
+    {"NodeAffinity", kPF | kF | kPS | kS | kN, 2},
+    {"NodePorts", kPF | kF, 0},
+    {"NodeResourcesFit", kPF | kF | kPS | kS, 1},
+    {"VolumeRestrictions", kPF | kF, 0},
+    {"NodeVolumeLimits", kPF | kF, 0},
+    {"VolumeBinding", kPF | kF | kPS | kS, 1},
+    {"VolumeZone", kPF | kF, 0},
+    {"PodTopologySpread", kPF | kF | kPS | kS | kN, 2},
+    {"InterPodAffinity", kPF | kF | kPS | kS | kN, 2},
+    {"NodeResourcesBalancedAllocation", kPS | kS, 1},
+    {"ImageLocality", kS, 1},
+};
+
+}  // namespace
+
+unsigned PluginExtensionPoints(const std::string& name) {
+  for (const PluginInfo& p : kDefaultPlugins) {
+    if (name == p.name) return p.points;
+  }
+  return 0;
+}
+
+std::vector<std::string> Profile::AllPlugins() const {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& n) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  };
+  for (const auto& n : pre_filter) add(n);
+  for (const auto& n : filter) add(n);
+  for (const auto& n : pre_score) add(n);
+  for (const auto& w : score) add(w.name);
+  return out;
+}
+
+Profile DefaultProfile() {
+  Profile p;
+  for (const PluginInfo& info : kDefaultPlugins) {
+    if (info.points & kPreFilterPoint) p.pre_filter.push_back(info.name);
+    if (info.points & kFilterPoint) p.filter.push_back(info.name);
+    if (info.points & kPreScorePoint) p.pre_score.push_back(info.name);
+    if (info.points & kScorePoint) p.score.push_back({info.name, info.default_weight});
+  }
+  p.post_filter.push_back("DefaultPreemption");
+  return p;
+}
+
+Profile SinglePluginsProfile(const std::vector<std::string>& plugins) {
+  Profile p;
+  for (const std::string& name : plugins) {
+    unsigned points = PluginExtensionPoints(name);
+    if (points & kPreFilterPoint) p.pre_filter.push_back(name);
+    if (points & kFilterPoint) p.filter.push_back(name);
+    if (points & kPreScorePoint) p.pre_score.push_back(name);
+    if (points & kScorePoint) p.score.push_back({name, 1});
+  }
+  return p;
+}
+
+}  // namespace kplace

@@ -1,0 +1,63 @@
+#include "kplace/engine/snapshot.h"
+
+namespace kplace::engine {
+
+int32_t Interner::Intern(std::string_view s) {
+  auto it = ids_.find(std::string(s));
+  if (it != ids_.end()) return it->second;
+  int32_t id = static_cast<int32_t>(names_.size());
+  names_.emplace_back(s);
+  ids_.emplace(names_.back(), id);
+  return id;
+}
+
+int32_t Interner::Find(std::string_view s) const {
+  auto it = ids_.find(std::string(s));
+  return it == ids_.end() ? kNoId : it->second;
+}
+
+Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates)
+    : objects_(&objects), gates_(std::move(gates)) {
+  nodes_.reserve(objects.nodes.size());
+  for (const Node& n : objects.nodes) {
+    NodeIndex i = static_cast<NodeIndex>(nodes_.size());
+    node_index_.emplace(n.meta.name, i);
+    nodes_.push_back(&n);
+    node_name_ids_.push_back(strings_.Intern(n.meta.name));
+  }
+  pods_on_node_.resize(nodes_.size());
+  for (NodeIndex i = 0; i < num_nodes(); ++i) {
+    for (const auto& [key, value] : nodes_[i]->meta.labels) {
+      auto& column = label_columns_[strings_.Intern(key)];
+      if (column.empty()) column.assign(nodes_.size(), kNoId);
+      column[i] = strings_.Intern(value);
+    }
+  }
+  for (const Pod& p : objects.pods) {
+    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+    NodeIndex i = FindNode(p.node_name);
+    if (i != kNoId) pods_on_node_[i].push_back(&p);
+  }
+}
+
+NodeIndex Snapshot::FindNode(std::string_view name) const {
+  auto it = node_index_.find(std::string(name));
+  return it == node_index_.end() ? kNoId : it->second;
+}
+
+const std::vector<int32_t>* Snapshot::LabelColumn(std::string_view key) const {
+  int32_t id = strings_.Find(key);
+  if (id == kNoId) return nullptr;
+  auto it = label_columns_.find(id);
+  return it == label_columns_.end() ? nullptr : &it->second;
+}
+
+const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) {
+  bound_.push_back(pod);
+  Pod& copy = bound_.back();
+  copy.node_name = nodes_[i]->meta.name;
+  pods_on_node_[i].push_back(&copy);
+  return copy;
+}
+
+}  // namespace kplace::engine

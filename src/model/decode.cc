@@ -1,0 +1,654 @@
+#include "kplace/model/decode.h"
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "kplace/common/strings.h"
+#include "absl/time/time.h"
+#include "kplace/common/status.h"
+
+namespace kplace {
+namespace {
+
+using json = nlohmann::json;
+
+// Walks one object, tracking the field path so that errors name it exactly.
+class Reader {
+ public:
+  explicit Reader(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  absl::Status Error(std::string_view path, std::string_view what) const {
+    return absl::InvalidArgumentError(StrCat(prefix_, ": ", path, ": ", what));
+  }
+
+  // Type checks: absent and null are both "not set".
+  static bool Has(const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && !j.at(key).is_null();
+  }
+
+  absl::Status String(const json& j, const char* key, std::string_view path, std::string* out) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    if (!v.is_string()) return Error(Join(path, key), StrCat("expected a string, got ", v.type_name()));
+    *out = v.get<std::string>();
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(const json& j, const char* key, std::string_view path, bool* out) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    if (!v.is_boolean()) return Error(Join(path, key), StrCat("expected a boolean, got ", v.type_name()));
+    *out = v.get<bool>();
+    return absl::OkStatus();
+  }
+
+  template <typename Int>
+  absl::Status Integer(const json& j, const char* key, std::string_view path, Int* out) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
+      return Error(Join(path, key), StrCat("expected an integer, got ", v.dump()));
+    }
+    int64_t value = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    if (value < std::numeric_limits<Int>::min() || value > std::numeric_limits<Int>::max()) {
+      return Error(Join(path, key), StrCat("integer out of range: ", value));
+    }
+    *out = static_cast<Int>(value);
+    return absl::OkStatus();
+  }
+
+  absl::Status StringList(const json& j, const char* key, std::string_view path,
+                          std::vector<std::string>* out) const {
+    return Array(j, key, path, [&](const json& e, const std::string& p) -> absl::Status {
+      if (!e.is_string()) return Error(p, StrCat("expected a string, got ", e.type_name()));
+      out->push_back(e.get<std::string>());
+      return absl::OkStatus();
+    });
+  }
+
+  absl::Status StringMap(const json& j, const char* key, std::string_view path,
+                         std::map<std::string, std::string>* out) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    std::string p = Join(path, key);
+    if (!v.is_object()) return Error(p, StrCat("expected a map, got ", v.type_name()));
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it.value().is_string()) {
+        (*out)[it.key()] = it.value().get<std::string>();
+      } else if (it.value().is_null()) {
+        (*out)[it.key()] = "";
+      } else {
+        return Error(StrCat(p, ".", it.key()),
+                     StrCat("expected a string, got ", it.value().type_name()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Resources(const json& j, const char* key, std::string_view path, ResourceList* out) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    std::string p = Join(path, key);
+    if (!v.is_object()) return Error(p, StrCat("expected a map of quantities, got ", v.type_name()));
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      std::string text;
+      if (it.value().is_string()) {
+        text = it.value().get<std::string>();
+      } else if (it.value().is_number()) {
+        text = it.value().dump();  // YAML/JSON numbers are accepted by the API server too
+      } else {
+        return Error(StrCat(p, ".", it.key()),
+                     StrCat("expected a quantity, got ", it.value().type_name()));
+      }
+      auto q = Quantity::Parse(text);
+      if (!q) return Error(StrCat(p, ".", it.key()), StrCat("invalid quantity \"", text, "\""));
+      (*out)[it.key()] = *q;
+    }
+    return absl::OkStatus();
+  }
+
+  // Calls fn(element, element_path) for each element of the array at key.
+  absl::Status Array(const json& j, const char* key, std::string_view path,
+                     const std::function<absl::Status(const json&, const std::string&)>& fn) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    std::string p = Join(path, key);
+    if (!v.is_array()) return Error(p, StrCat("expected a list, got ", v.type_name()));
+    for (size_t i = 0; i < v.size(); ++i) {
+      KPLACE_RETURN_IF_ERROR(fn(v[i], StrCat(p, "[", i, "]")));
+    }
+    return absl::OkStatus();
+  }
+
+  // Calls fn(object, object_path) when key holds an object.
+  absl::Status Object(const json& j, const char* key, std::string_view path,
+                      const std::function<absl::Status(const json&, const std::string&)>& fn) const {
+    if (!Has(j, key)) return absl::OkStatus();
+    const json& v = j.at(key);
+    std::string p = Join(path, key);
+    if (!v.is_object()) return Error(p, StrCat("expected an object, got ", v.type_name()));
+    return fn(v, p);
+  }
+
+  static std::string Join(std::string_view path, std::string_view key) {
+    return path.empty() ? std::string(key) : StrCat(path, ".", key);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+std::string KindAndKey(std::string_view kind, const json& j) {
+  std::string name = "<unnamed>", ns;
+  if (j.is_object() && j.contains("metadata") && j["metadata"].is_object()) {
+    const json& m = j["metadata"];
+    if (m.contains("name") && m["name"].is_string()) name = m["name"].get<std::string>();
+    if (m.contains("namespace") && m["namespace"].is_string()) ns = m["namespace"].get<std::string>();
+  }
+  return StrCat(kind, " ", ns.empty() ? "" : StrCat(ns, "/"), name);
+}
+
+std::string Prefix(std::string_view where, std::string_view kind, const json& j) {
+  return where.empty() ? KindAndKey(kind, j) : StrCat(where, ": ", KindAndKey(kind, j));
+}
+
+absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool namespaced) {
+  if (!j.is_object()) return r.Error("", StrCat("expected an object, got ", j.type_name()));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "metadata", "", [&](const json& m, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.String(m, "name", p, &meta->name));
+    KPLACE_RETURN_IF_ERROR(r.String(m, "namespace", p, &meta->namespace_));
+    KPLACE_RETURN_IF_ERROR(r.String(m, "uid", p, &meta->uid));
+    KPLACE_RETURN_IF_ERROR(r.StringMap(m, "labels", p, &meta->labels));
+    KPLACE_RETURN_IF_ERROR(r.StringMap(m, "annotations", p, &meta->annotations));
+    KPLACE_RETURN_IF_ERROR(r.String(m, "creationTimestamp", p, &meta->creation_timestamp));
+    if (!meta->creation_timestamp.empty()) {
+      absl::Time t;
+      std::string err;
+      if (!absl::ParseTime(absl::RFC3339_full, meta->creation_timestamp, &t, &err)) {
+        return r.Error(Reader::Join(p, "creationTimestamp"),
+                       StrCat("invalid time \"", meta->creation_timestamp, "\""));
+      }
+      meta->creation_unix = absl::ToUnixSeconds(t);
+    }
+    return r.Array(m, "ownerReferences", p, [&](const json& o, const std::string& op) -> absl::Status {
+      OwnerReference ref;
+      KPLACE_RETURN_IF_ERROR(r.String(o, "apiVersion", op, &ref.api_version));
+      KPLACE_RETURN_IF_ERROR(r.String(o, "kind", op, &ref.kind));
+      KPLACE_RETURN_IF_ERROR(r.String(o, "name", op, &ref.name));
+      KPLACE_RETURN_IF_ERROR(r.String(o, "uid", op, &ref.uid));
+      KPLACE_RETURN_IF_ERROR(r.Bool(o, "controller", op, &ref.controller));
+      meta->owner_references.push_back(std::move(ref));
+      return absl::OkStatus();
+    });
+  }));
+  if (meta->name.empty()) return r.Error("metadata.name", "missing");
+  if (namespaced && meta->namespace_.empty()) meta->namespace_ = "default";
+  return absl::OkStatus();
+}
+
+absl::Status DecodeSelector(const Reader& r, const json& j, const std::string& p, LabelSelector* s) {
+  if (!j.is_object()) return r.Error(p, StrCat("expected an object, got ", j.type_name()));
+  KPLACE_RETURN_IF_ERROR(r.StringMap(j, "matchLabels", p, &s->match_labels));
+  return r.Array(j, "matchExpressions", p, [&](const json& e, const std::string& ep) -> absl::Status {
+    LabelSelectorRequirement req;
+    KPLACE_RETURN_IF_ERROR(r.String(e, "key", ep, &req.key));
+    KPLACE_RETURN_IF_ERROR(r.String(e, "operator", ep, &req.op));
+    KPLACE_RETURN_IF_ERROR(r.StringList(e, "values", ep, &req.values));
+    s->match_expressions.push_back(std::move(req));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status OptionalSelector(const Reader& r, const json& j, const char* key, const std::string& p,
+                              std::optional<LabelSelector>* out) {
+  return r.Object(j, key, p, [&](const json& s, const std::string& sp) {
+    out->emplace();
+    return DecodeSelector(r, s, sp, &**out);
+  });
+}
+
+absl::Status DecodeNodeSelectorRequirements(const Reader& r, const json& j, const char* key,
+                                            const std::string& p,
+                                            std::vector<NodeSelectorRequirement>* out) {
+  return r.Array(j, key, p, [&](const json& e, const std::string& ep) -> absl::Status {
+    NodeSelectorRequirement req;
+    KPLACE_RETURN_IF_ERROR(r.String(e, "key", ep, &req.key));
+    KPLACE_RETURN_IF_ERROR(r.String(e, "operator", ep, &req.op));
+    KPLACE_RETURN_IF_ERROR(r.StringList(e, "values", ep, &req.values));
+    out->push_back(std::move(req));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status DecodeNodeSelectorTerm(const Reader& r, const json& j, const std::string& p, NodeSelectorTerm* t) {
+  if (!j.is_object()) return r.Error(p, StrCat("expected an object, got ", j.type_name()));
+  KPLACE_RETURN_IF_ERROR(DecodeNodeSelectorRequirements(r, j, "matchExpressions", p, &t->match_expressions));
+  return DecodeNodeSelectorRequirements(r, j, "matchFields", p, &t->match_fields);
+}
+
+absl::Status DecodePodAffinityTerm(const Reader& r, const json& j, const std::string& p, PodAffinityTerm* t) {
+  if (!j.is_object()) return r.Error(p, StrCat("expected an object, got ", j.type_name()));
+  KPLACE_RETURN_IF_ERROR(OptionalSelector(r, j, "labelSelector", p, &t->label_selector));
+  KPLACE_RETURN_IF_ERROR(r.StringList(j, "namespaces", p, &t->namespaces));
+  KPLACE_RETURN_IF_ERROR(OptionalSelector(r, j, "namespaceSelector", p, &t->namespace_selector));
+  KPLACE_RETURN_IF_ERROR(r.String(j, "topologyKey", p, &t->topology_key));
+  KPLACE_RETURN_IF_ERROR(r.StringList(j, "matchLabelKeys", p, &t->match_label_keys));
+  return r.StringList(j, "mismatchLabelKeys", p, &t->mismatch_label_keys);
+}
+
+absl::Status DecodePodAffinity(const Reader& r, const json& j, const std::string& p, PodAffinity* a) {
+  KPLACE_RETURN_IF_ERROR(r.Array(j, "requiredDuringSchedulingIgnoredDuringExecution", p,
+                                 [&](const json& e, const std::string& ep) {
+                                   a->required.emplace_back();
+                                   return DecodePodAffinityTerm(r, e, ep, &a->required.back());
+                                 }));
+  return r.Array(j, "preferredDuringSchedulingIgnoredDuringExecution", p,
+                 [&](const json& e, const std::string& ep) -> absl::Status {
+                   WeightedPodAffinityTerm w;
+                   KPLACE_RETURN_IF_ERROR(r.Integer(e, "weight", ep, &w.weight));
+                   KPLACE_RETURN_IF_ERROR(r.Object(e, "podAffinityTerm", ep, [&](const json& t, const std::string& tp) {
+                     return DecodePodAffinityTerm(r, t, tp, &w.term);
+                   }));
+                   a->preferred.push_back(std::move(w));
+                   return absl::OkStatus();
+                 });
+}
+
+absl::Status DecodeAffinity(const Reader& r, const json& j, const std::string& p, Affinity* a) {
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "nodeAffinity", p, [&](const json& na, const std::string& np) -> absl::Status {
+    a->node_affinity.emplace();
+    NodeAffinity& n = *a->node_affinity;
+    KPLACE_RETURN_IF_ERROR(r.Object(na, "requiredDuringSchedulingIgnoredDuringExecution", np,
+                                    [&](const json& req, const std::string& rp) {
+                                      n.required.emplace();
+                                      return r.Array(req, "nodeSelectorTerms", rp, [&](const json& t, const std::string& tp) {
+                                        n.required->terms.emplace_back();
+                                        return DecodeNodeSelectorTerm(r, t, tp, &n.required->terms.back());
+                                      });
+                                    }));
+    return r.Array(na, "preferredDuringSchedulingIgnoredDuringExecution", np,
+                   [&](const json& e, const std::string& ep) -> absl::Status {
+                     PreferredSchedulingTerm term;
+                     KPLACE_RETURN_IF_ERROR(r.Integer(e, "weight", ep, &term.weight));
+                     KPLACE_RETURN_IF_ERROR(r.Object(e, "preference", ep, [&](const json& t, const std::string& tp) {
+                       return DecodeNodeSelectorTerm(r, t, tp, &term.preference);
+                     }));
+                     n.preferred.push_back(std::move(term));
+                     return absl::OkStatus();
+                   });
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "podAffinity", p, [&](const json& pa, const std::string& pp) {
+    a->pod_affinity.emplace();
+    return DecodePodAffinity(r, pa, pp, &*a->pod_affinity);
+  }));
+  return r.Object(j, "podAntiAffinity", p, [&](const json& pa, const std::string& pp) {
+    a->pod_anti_affinity.emplace();
+    return DecodePodAffinity(r, pa, pp, &*a->pod_anti_affinity);
+  });
+}
+
+absl::Status DecodeContainer(const Reader& r, const json& j, const std::string& p, Container* c) {
+  if (!j.is_object()) return r.Error(p, StrCat("expected an object, got ", j.type_name()));
+  KPLACE_RETURN_IF_ERROR(r.String(j, "name", p, &c->name));
+  KPLACE_RETURN_IF_ERROR(r.String(j, "image", p, &c->image));
+  if (Reader::Has(j, "restartPolicy")) {
+    std::string policy;
+    KPLACE_RETURN_IF_ERROR(r.String(j, "restartPolicy", p, &policy));
+    c->restart_policy = policy;
+  }
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "resources", p, [&](const json& res, const std::string& rp) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.Resources(res, "requests", rp, &c->requests));
+    return r.Resources(res, "limits", rp, &c->limits);
+  }));
+  return r.Array(j, "ports", p, [&](const json& e, const std::string& ep) -> absl::Status {
+    ContainerPort port;
+    KPLACE_RETURN_IF_ERROR(r.Integer(e, "containerPort", ep, &port.container_port));
+    KPLACE_RETURN_IF_ERROR(r.Integer(e, "hostPort", ep, &port.host_port));
+    KPLACE_RETURN_IF_ERROR(r.String(e, "protocol", ep, &port.protocol));
+    KPLACE_RETURN_IF_ERROR(r.String(e, "hostIP", ep, &port.host_ip));
+    if (port.protocol.empty()) port.protocol = "TCP";
+    if (port.host_port < 0 || port.host_port > 65535) return r.Error(Reader::Join(ep, "hostPort"), StrCat("out of range: ", port.host_port));
+    c->ports.push_back(std::move(port));
+    return absl::OkStatus();
+  });
+}
+
+// Fields of the volume sources whose identity the disk-conflict checks use.
+void DecodeVolumeSource(const std::string& source, const json& s, Volume* v) {
+  auto str = [&](const char* key) {
+    return s.is_object() && s.contains(key) && s[key].is_string() ? s[key].get<std::string>() : std::string();
+  };
+  if (s.is_object() && s.contains("readOnly") && s["readOnly"].is_boolean()) v->read_only = s["readOnly"].get<bool>();
+  if (source == "persistentVolumeClaim") v->claim_name = str("claimName");
+  if (source == "image") v->image_reference = str("reference");
+  if (source == "gcePersistentDisk") v->disk_id = str("pdName");
+  if (source == "awsElasticBlockStore") v->disk_id = str("volumeID");
+  if (source == "azureDisk") v->disk_id = str("diskName");
+  if (source == "rbd") {
+    std::string pool = str("pool"), image = str("image");
+    v->disk_id = StrCat(pool.empty() ? "rbd" : pool, "/", image);
+  }
+  if (source == "iscsi") v->disk_id = StrCat(str("iqn"), "/", s.is_object() && s.contains("lun") ? s["lun"].dump() : "0");
+  if (source == "iscsi" || source == "rbd") v->source_json = s.dump();
+}
+
+absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string& p, Pod* pod) {
+  KPLACE_RETURN_IF_ERROR(r.String(spec, "nodeName", p, &pod->node_name));
+  KPLACE_RETURN_IF_ERROR(r.String(spec, "schedulerName", p, &pod->scheduler_name));
+  if (pod->scheduler_name.empty()) pod->scheduler_name = "default-scheduler";
+  if (Reader::Has(spec, "priority")) {
+    int32_t prio = 0;
+    KPLACE_RETURN_IF_ERROR(r.Integer(spec, "priority", p, &prio));
+    pod->priority = prio;
+  }
+  KPLACE_RETURN_IF_ERROR(r.String(spec, "priorityClassName", p, &pod->priority_class_name));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "containers", p, [&](const json& c, const std::string& cp) {
+    pod->containers.emplace_back();
+    return DecodeContainer(r, c, cp, &pod->containers.back());
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "initContainers", p, [&](const json& c, const std::string& cp) {
+    pod->init_containers.emplace_back();
+    return DecodeContainer(r, c, cp, &pod->init_containers.back());
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Resources(spec, "overhead", p, &pod->overhead));
+  KPLACE_RETURN_IF_ERROR(r.Object(spec, "resources", p, [&](const json& res, const std::string& rp) -> absl::Status {
+    if (Reader::Has(res, "requests")) {
+      pod->pod_requests.emplace();
+      KPLACE_RETURN_IF_ERROR(r.Resources(res, "requests", rp, &*pod->pod_requests));
+    }
+    if (Reader::Has(res, "limits")) {
+      pod->pod_limits.emplace();
+      KPLACE_RETURN_IF_ERROR(r.Resources(res, "limits", rp, &*pod->pod_limits));
+    }
+    return absl::OkStatus();
+  }));
+  KPLACE_RETURN_IF_ERROR(r.StringMap(spec, "nodeSelector", p, &pod->node_selector));
+  KPLACE_RETURN_IF_ERROR(r.Object(spec, "affinity", p, [&](const json& a, const std::string& ap) {
+    pod->affinity.emplace();
+    return DecodeAffinity(r, a, ap, &*pod->affinity);
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "tolerations", p, [&](const json& t, const std::string& tp) -> absl::Status {
+    Toleration tol;
+    KPLACE_RETURN_IF_ERROR(r.String(t, "key", tp, &tol.key));
+    KPLACE_RETURN_IF_ERROR(r.String(t, "operator", tp, &tol.op));
+    KPLACE_RETURN_IF_ERROR(r.String(t, "value", tp, &tol.value));
+    KPLACE_RETURN_IF_ERROR(r.String(t, "effect", tp, &tol.effect));
+    if (Reader::Has(t, "tolerationSeconds")) {
+      int64_t s = 0;
+      KPLACE_RETURN_IF_ERROR(r.Integer(t, "tolerationSeconds", tp, &s));
+      tol.toleration_seconds = s;
+    }
+    pod->tolerations.push_back(std::move(tol));
+    return absl::OkStatus();
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "topologySpreadConstraints", p, [&](const json& c, const std::string& cp) -> absl::Status {
+    TopologySpreadConstraint t;
+    KPLACE_RETURN_IF_ERROR(r.Integer(c, "maxSkew", cp, &t.max_skew));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "topologyKey", cp, &t.topology_key));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "whenUnsatisfiable", cp, &t.when_unsatisfiable));
+    KPLACE_RETURN_IF_ERROR(OptionalSelector(r, c, "labelSelector", cp, &t.label_selector));
+    if (Reader::Has(c, "minDomains")) {
+      int32_t m = 0;
+      KPLACE_RETURN_IF_ERROR(r.Integer(c, "minDomains", cp, &m));
+      t.min_domains = m;
+    }
+    for (const char* key : {"nodeAffinityPolicy", "nodeTaintsPolicy"}) {
+      if (!Reader::Has(c, key)) continue;
+      std::string v;
+      KPLACE_RETURN_IF_ERROR(r.String(c, key, cp, &v));
+      (std::string_view(key) == "nodeAffinityPolicy" ? t.node_affinity_policy : t.node_taints_policy) = v;
+    }
+    KPLACE_RETURN_IF_ERROR(r.StringList(c, "matchLabelKeys", cp, &t.match_label_keys));
+    pod->topology_spread_constraints.push_back(std::move(t));
+    return absl::OkStatus();
+  }));
+  return r.Array(spec, "volumes", p, [&](const json& v, const std::string& vp) -> absl::Status {
+    if (!v.is_object()) return r.Error(vp, StrCat("expected an object, got ", v.type_name()));
+    Volume vol;
+    KPLACE_RETURN_IF_ERROR(r.String(v, "name", vp, &vol.name));
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it.key() == "name") continue;
+      vol.source = it.key();
+      DecodeVolumeSource(vol.source, it.value(), &vol);
+    }
+    pod->volumes.push_back(std::move(vol));
+    return absl::OkStatus();
+  });
+}
+
+bool IsStorageKind(std::string_view kind) {
+  return kind == "PersistentVolume" || kind == "PersistentVolumeClaim" || kind == "StorageClass" ||
+         kind == "CSINode" || kind == "CSIDriver" || kind == "CSIStorageCapacity" ||
+         kind == "VolumeAttachment";
+}
+
+bool IsWorkloadKind(std::string_view kind) {
+  return kind == "Service" || kind == "ReplicaSet" || kind == "StatefulSet" ||
+         kind == "ReplicationController";
+}
+
+// Kinds that `kubectl get` may put beside nodes and pods that scheduling never reads.
+bool IsIgnoredKind(std::string_view kind) {
+  return kind == "Event" || kind == "ConfigMap" || kind == "Secret" || kind == "Deployment" ||
+         kind == "DaemonSet" || kind == "Job" || kind == "CronJob" || kind == "ServiceAccount" ||
+         kind == "Endpoints" || kind == "EndpointSlice" || kind == "Lease" || kind == "PriorityClass";
+}
+
+}  // namespace
+
+std::string ObjectKey(const ObjectMeta& meta) {
+  return meta.namespace_.empty() ? meta.name : StrCat(meta.namespace_, "/", meta.name);
+}
+
+absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where) {
+  Reader r(Prefix(where, "Node", j));
+  Node node;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &node.meta, /*namespaced=*/false));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.Bool(spec, "unschedulable", p, &node.unschedulable));
+    return r.Array(spec, "taints", p, [&](const json& t, const std::string& tp) -> absl::Status {
+      Taint taint;
+      KPLACE_RETURN_IF_ERROR(r.String(t, "key", tp, &taint.key));
+      KPLACE_RETURN_IF_ERROR(r.String(t, "value", tp, &taint.value));
+      KPLACE_RETURN_IF_ERROR(r.String(t, "effect", tp, &taint.effect));
+      node.taints.push_back(std::move(taint));
+      return absl::OkStatus();
+    });
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](const json& st, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.Resources(st, "allocatable", p, &node.allocatable));
+    KPLACE_RETURN_IF_ERROR(r.Resources(st, "capacity", p, &node.capacity));
+    return r.Array(st, "images", p, [&](const json& im, const std::string& ip) -> absl::Status {
+      ContainerImage image;
+      KPLACE_RETURN_IF_ERROR(r.StringList(im, "names", ip, &image.names));
+      KPLACE_RETURN_IF_ERROR(r.Integer(im, "sizeBytes", ip, &image.size_bytes));
+      node.images.push_back(std::move(image));
+      return absl::OkStatus();
+    });
+  }));
+  return node;
+}
+
+absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where) {
+  Reader r(Prefix(where, "Pod", j));
+  Pod pod;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pod.meta, /*namespaced=*/true));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) {
+    return DecodePodSpec(r, spec, p, &pod);
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](const json& st, const std::string& p) {
+    return r.String(st, "phase", p, &pod.phase);
+  }));
+  return pod;
+}
+
+absl::StatusOr<LabelSelector> DecodeLabelSelector(const json& j, std::string_view where) {
+  Reader r{std::string(where)};
+  LabelSelector s;
+  KPLACE_RETURN_IF_ERROR(DecodeSelector(r, j, "", &s));
+  return s;
+}
+
+absl::StatusOr<Namespace> DecodeNamespace(const json& j, std::string_view where) {
+  Reader r(Prefix(where, "Namespace", j));
+  Namespace ns;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &ns.meta, /*namespaced=*/false));
+  return ns;
+}
+
+absl::StatusOr<Workload> DecodeWorkload(const json& j, std::string_view kind, std::string_view where) {
+  Reader r(Prefix(where, kind, j));
+  Workload w;
+  w.kind = std::string(kind);
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &w.meta, /*namespaced=*/true));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) -> absl::Status {
+    if (kind == "Service" || kind == "ReplicationController") {
+      if (!Reader::Has(spec, "selector")) return absl::OkStatus();
+      LabelSelector s;
+      KPLACE_RETURN_IF_ERROR(r.StringMap(spec, "selector", p, &s.match_labels));
+      w.selector = std::move(s);
+      return absl::OkStatus();
+    }
+    return OptionalSelector(r, spec, "selector", p, &w.selector);
+  }));
+  return w;
+}
+
+absl::StatusOr<GenericObject> DecodeGeneric(const json& j, std::string_view kind, std::string_view where) {
+  Reader r(Prefix(where, kind, j));
+  GenericObject o;
+  o.kind = std::string(kind);
+  bool namespaced = kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity";
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &o.meta, namespaced));
+  o.json = j.dump();
+  return o;
+}
+
+absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* out, int* skipped) {
+  if (doc.is_null()) return absl::OkStatus();  // an empty YAML document
+  if (!doc.is_object()) {
+    return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got ", doc.type_name()));
+  }
+  std::string kind = doc.contains("kind") && doc["kind"].is_string() ? doc["kind"].get<std::string>() : "";
+  if (kind == "List" || (kind.size() > 4 && kind.substr(kind.size() - 4) == "List")) {
+    if (!doc.contains("items") || !doc["items"].is_array()) {
+      return absl::InvalidArgumentError(StrCat(file, ": ", kind, ": items: expected a list"));
+    }
+    std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
+    for (const json& item : doc["items"]) {
+      if (!item_kind.empty() && item.is_object() && !item.contains("kind")) {
+        json copy = item;
+        copy["kind"] = item_kind;
+        KPLACE_RETURN_IF_ERROR(DecodeDocument(copy, file, out, skipped));
+      } else {
+        KPLACE_RETURN_IF_ERROR(DecodeDocument(item, file, out, skipped));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (kind == "Node") {
+    KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(doc, file));
+    out->nodes.push_back(std::move(n));
+  } else if (kind == "Pod") {
+    KPLACE_ASSIGN_OR_RETURN(Pod p, DecodePod(doc, file));
+    out->pods.push_back(std::move(p));
+  } else if (kind == "Namespace") {
+    KPLACE_ASSIGN_OR_RETURN(Namespace n, DecodeNamespace(doc, file));
+    out->namespaces.push_back(std::move(n));
+  } else if (IsWorkloadKind(kind)) {
+    KPLACE_ASSIGN_OR_RETURN(Workload w, DecodeWorkload(doc, kind, file));
+    out->workloads.push_back(std::move(w));
+  } else if (IsStorageKind(kind)) {
+    KPLACE_ASSIGN_OR_RETURN(GenericObject o, DecodeGeneric(doc, kind, file));
+    out->storage.push_back(std::move(o));
+  } else if (kind == "KubeSchedulerConfiguration") {
+    GenericObject o;
+    o.kind = kind;
+    o.json = doc.dump();
+    out->configs.push_back(std::move(o));
+  } else if (IsIgnoredKind(kind)) {
+    if (skipped) ++*skipped;
+  } else if (kind.empty()) {
+    return absl::InvalidArgumentError(StrCat(file, ": ", KindAndKey("object", doc), ": kind: missing"));
+  } else {
+    return absl::InvalidArgumentError(
+        StrCat(file, ": ", KindAndKey(kind, doc), ": kind: unsupported kind \"", kind, "\""));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// YAML scalars become strings unless plainly typed; quoted scalars stay strings.
+json YamlToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(YamlToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (n.Tag() == "!") return s;  // quoted
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+      if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
+      // Integers stay integers (ports, weights); other numbers keep their text so
+      // that quantities like 1.5 or 1e3 parse exactly.
+      if (!s.empty()) {
+        size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+        bool digits = i < s.size() && s.size() - i <= 18;
+        for (size_t k = i; digits && k < s.size(); ++k) digits = s[k] >= '0' && s[k] <= '9';
+        if (digits) return std::stoll(s);
+      }
+      return s;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::string_view file) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  std::vector<json> docs;
+  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
+    try {
+      docs.push_back(json::parse(text));
+      return docs;
+    } catch (const json::parse_error& e) {
+      return absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", e.what()));
+    }
+  }
+  try {
+    for (const YAML::Node& n : YAML::LoadAll(std::string(text))) docs.push_back(YamlToJson(n));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(StrCat(file, ": invalid YAML at line ", e.mark.line + 1, ": ", e.msg));
+  }
+  return docs;
+}
+
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, int* skipped) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, path));
+  for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, path, out, skipped));
+  return absl::OkStatus();
+}
+
+}  // namespace kplace
