@@ -8,6 +8,8 @@
 #include <thrust/reduce.h>
 #include <thrust/functional.h>
 
+#include <vector>
+
 #include "kplace/engine/plugin.h"
 #include <thrust/iterator/counting_iterator.h>
 
@@ -47,6 +49,21 @@ template <typename T>
 T* Ptr(vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
 template <typename T>
 const T* Ptr(const vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
+
+/** A node column: the host copy the plugin reads while compiling, and the backend copy
+ *  kernels read. Set() keeps both in step on bind. */
+template <typename T>
+struct Column {
+  std::vector<T> host;
+  vector<T> dev;
+
+  void Upload() { dev.assign(host.begin(), host.end()); }
+  void Set(size_t i, T v) {
+    host[i] = v;
+    dev[i] = v;
+  }
+  const T* ptr() const { return thrust::raw_pointer_cast(dev.data()); }
+};
 
 /** out[i] = f(i) for every node index i in [0, n). */
 template <typename Out, typename F>

@@ -1,0 +1,176 @@
+#pragma once
+// NodeResourcesFit: the node-side columns, the compiled pod, and the per-node Filter and
+// Score functions that both backends run (noderesources.md §5-§8). Host-safe.
+#include <cmath>
+#include <cstdint>
+
+#include "kplace/common/host_device.h"
+#include "kplace/framework/types.h"
+
+namespace kplace::plugins {
+
+constexpr int kMaxFitScalars = 16;         // scalar resources one pod may request
+constexpr int kMaxScoringResources = 8;    // scoringStrategy.resources entries
+constexpr int kMaxShapePoints = 101;       // utilization 0..100, strictly increasing
+
+// Verdict bits.
+constexpr uint32_t kFitTooManyPods = 1u << 0;
+constexpr uint32_t kFitCpu = 1u << 1;
+constexpr uint32_t kFitMemory = 1u << 2;
+constexpr uint32_t kFitEphemeral = 1u << 3;
+constexpr int kFitScalarShift = 4;  // bit 4 + i: the pod's i-th scalar request
+constexpr uint32_t kFitUnresolvable = 1u << 31;
+
+/** Node columns (backend pointers); scalars are [slot * num_nodes + node]. */
+struct FitNodeView {
+  int32_t num_nodes;
+  const int64_t* alloc_cpu_milli;
+  const int64_t* alloc_mem_bytes;
+  const int64_t* alloc_ephemeral_bytes;
+  const int64_t* alloc_pods;
+  const int64_t* req_cpu_milli;
+  const int64_t* req_mem_bytes;
+  const int64_t* req_ephemeral_bytes;
+  const int64_t* nonzero_cpu_milli;
+  const int64_t* nonzero_mem_bytes;
+  const int64_t* pod_count;
+  const int64_t* alloc_scalar;
+  const int64_t* req_scalar;
+};
+
+/** The pod's Filter request F (§3.1). A scalar slot of -1: no node advertises it. */
+struct FitFilterParams {
+  int64_t cpu_milli, mem_bytes, ephemeral_bytes;
+  int32_t num_scalars;
+  bool has_scalars;  // any scalar key, even 0: defeats the empty-request shortcut
+  int32_t scalar_slot[kMaxFitScalars];
+  int64_t scalar_value[kMaxFitScalars];
+  bool scalar_checked[kMaxFitScalars];  // false when 0 or ignored
+};
+
+enum class FitResourceKind : int32_t { kNone, kCpu, kMemory, kEphemeral, kScalar };
+enum class FitStrategy : int32_t { kLeastAllocated, kMostAllocated, kRequestedToCapacityRatio };
+
+/** One scoring resource: where (a, q) come from, the pod's p and the weight (§6). */
+struct FitScoreResource {
+  FitResourceKind kind;
+  int32_t scalar_slot;  // kScalar: column slot, -1 when no node has it
+  int64_t pod_request;
+  int64_t weight;
+};
+
+struct FitScoreParams {
+  FitStrategy strategy;
+  int32_t num_resources;
+  FitScoreResource resources[kMaxScoringResources];
+  bool use_non_zero;  // NodeResourcesFit strategies; BalancedAllocation uses raw requests
+  int32_t num_points;
+  int32_t shape_utilization[kMaxShapePoints];
+  int64_t shape_score[kMaxShapePoints];  // already scaled by 10
+};
+
+KPLACE_HOST_DEVICE inline uint32_t FitFilterNode(const FitNodeView& v, const FitFilterParams& p, int32_t i) {
+  uint32_t out = 0;
+  if (v.pod_count[i] + 1 > v.alloc_pods[i]) out |= kFitTooManyPods;
+  if (p.cpu_milli == 0 && p.mem_bytes == 0 && p.ephemeral_bytes == 0 && !p.has_scalars) return out;
+  auto check = [&](int64_t want, int64_t alloc, int64_t used, uint32_t bit) {
+    if (want > 0 && want > alloc - used) {
+      out |= bit;
+      if (want > alloc) out |= kFitUnresolvable;
+    }
+  };
+  check(p.cpu_milli, v.alloc_cpu_milli[i], v.req_cpu_milli[i], kFitCpu);
+  check(p.mem_bytes, v.alloc_mem_bytes[i], v.req_mem_bytes[i], kFitMemory);
+  check(p.ephemeral_bytes, v.alloc_ephemeral_bytes[i], v.req_ephemeral_bytes[i], kFitEphemeral);
+  for (int32_t s = 0; s < p.num_scalars; ++s) {
+    if (!p.scalar_checked[s]) continue;
+    int32_t slot = p.scalar_slot[s];
+    int64_t alloc = slot < 0 ? 0 : v.alloc_scalar[static_cast<int64_t>(slot) * v.num_nodes + i];
+    int64_t used = slot < 0 ? 0 : v.req_scalar[static_cast<int64_t>(slot) * v.num_nodes + i];
+    if (p.scalar_value[s] > alloc - used) {
+      out |= 1u << (kFitScalarShift + s);
+      if (p.scalar_value[s] > alloc) out |= kFitUnresolvable;
+    }
+  }
+  return out;
+}
+
+/** (a, q) of scoring resource r on node i; a == 0 means the resource is skipped. */
+KPLACE_HOST_DEVICE inline void FitAllocatedAndRequested(const FitNodeView& v, const FitScoreParams& p,
+                                                        const FitScoreResource& r, int32_t i,
+                                                        int64_t* a, int64_t* q) {
+  *a = 0;
+  *q = 0;
+  switch (r.kind) {
+    case FitResourceKind::kCpu:
+      *a = v.alloc_cpu_milli[i];
+      *q = (p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i]) + r.pod_request;
+      break;
+    case FitResourceKind::kMemory:
+      *a = v.alloc_mem_bytes[i];
+      *q = (p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i]) + r.pod_request;
+      break;
+    case FitResourceKind::kEphemeral:
+      *a = v.alloc_ephemeral_bytes[i];
+      *q = v.req_ephemeral_bytes[i] + r.pod_request;
+      break;
+    case FitResourceKind::kScalar:
+      if (r.pod_request == 0 || r.scalar_slot < 0) return;
+      *a = v.alloc_scalar[static_cast<int64_t>(r.scalar_slot) * v.num_nodes + i];
+      *q = v.req_scalar[static_cast<int64_t>(r.scalar_slot) * v.num_nodes + i] + r.pod_request;
+      break;
+    case FitResourceKind::kNone:
+      return;
+  }
+  if (*a == 0) *q = 0;
+}
+
+/** The broken-linear shape function with Go's truncating division. */
+KPLACE_HOST_DEVICE inline int64_t FitShapeScore(const FitScoreParams& p, int64_t utilization) {
+  if (utilization <= p.shape_utilization[0]) return p.shape_score[0];
+  for (int32_t j = 1; j < p.num_points; ++j) {
+    if (utilization <= p.shape_utilization[j]) {
+      int64_t du = p.shape_utilization[j] - p.shape_utilization[j - 1];
+      return p.shape_score[j - 1] +
+             (p.shape_score[j] - p.shape_score[j - 1]) * (utilization - p.shape_utilization[j - 1]) / du;
+    }
+  }
+  return p.shape_score[p.num_points - 1];
+}
+
+KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
+  int64_t numerator = 0, weights = 0;
+  for (int32_t k = 0; k < p.num_resources; ++k) {
+    const FitScoreResource& r = p.resources[k];
+    int64_t a, q;
+    FitAllocatedAndRequested(v, p, r, i, &a, &q);
+    if (a == 0) continue;
+    switch (p.strategy) {
+      case FitStrategy::kLeastAllocated:
+        numerator += (q > a ? 0 : (a - q) * kMaxNodeScore / a) * r.weight;
+        weights += r.weight;
+        break;
+      case FitStrategy::kMostAllocated:
+        numerator += ((q < a ? q : a) * kMaxNodeScore / a) * r.weight;
+        weights += r.weight;
+        break;
+      case FitStrategy::kRequestedToCapacityRatio: {
+        int64_t utilization = q > a ? kMaxNodeScore : q * kMaxNodeScore / a;
+        int64_t s = FitShapeScore(p, utilization);
+        if (s > 0) {  // zero-score resources drop out with their weight
+          numerator += s * r.weight;
+          weights += r.weight;
+        }
+        break;
+      }
+    }
+  }
+  if (weights == 0) return 0;
+  if (p.strategy == FitStrategy::kRequestedToCapacityRatio) {
+    double x = static_cast<double>(numerator) / static_cast<double>(weights);
+    return static_cast<int64_t>(round(x));  // Go math.Round: half away from zero
+  }
+  return numerator / weights;
+}
+
+}  // namespace kplace::plugins

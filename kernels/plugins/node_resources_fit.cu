@@ -1,0 +1,264 @@
+// NodeResourcesFit on the engine: resource columns per node, the pod compiled once in
+// PreFilter/PreScore, Filter and Score as per-node functors.
+#include <algorithm>
+#include <map>
+
+#include "kernels/backend.cuh"
+#include "kplace/model/requests.h"
+#include "kplace/plugins/node_resources_fit.h"
+
+namespace kplace::KPLACE_BACKEND_NS {
+namespace {
+
+using engine::NodeIndex;
+using engine::Snapshot;
+using engine::VerdictCode;
+using plugins::FitFilterParams;
+using plugins::FitNodeView;
+using plugins::FitResourceKind;
+using plugins::FitScoreParams;
+
+struct FitFilterFn {
+  FitNodeView v;
+  FitFilterParams p;
+  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const { return plugins::FitFilterNode(v, p, i); }
+};
+
+struct FitScoreFn {
+  FitNodeView v;
+  FitScoreParams p;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::FitScoreNode(v, p, i); }
+};
+
+/** The resource columns shared by NodeResourcesFit and BalancedAllocation. */
+class ResourceColumns {
+ public:
+  void Build(const Snapshot& s) {
+    n_ = s.num_nodes();
+    pod_level_ = s.gates().Enabled("PodLevelResources");
+    for (Column<int64_t>* c : {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_, &req_mem_,
+                               &req_eph_, &nz_cpu_, &nz_mem_, &pod_count_}) {
+      c->host.assign(n_, 0);
+    }
+    std::vector<NodeResources> nodes(n_);
+    for (NodeIndex i = 0; i < n_; ++i) {
+      nodes[i] = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+      for (const auto& [name, v] : nodes[i].allocatable.scalars) SlotOf(name);
+      for (const auto& [name, v] : nodes[i].requested.scalars) SlotOf(name);
+    }
+    alloc_scalar_.host.assign(static_cast<size_t>(slots_.size()) * n_, 0);
+    req_scalar_.host.assign(alloc_scalar_.host.size(), 0);
+    for (NodeIndex i = 0; i < n_; ++i) SetNode(i, nodes[i], /*upload=*/false);
+    for (Column<int64_t>* c : All()) c->Upload();
+  }
+
+  /** Adds a bound pod's requests to its node. */
+  void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
+    NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    for (const auto& [name, v] : r.requested.scalars) {
+      if (!slots_.count(name)) {  // a scalar no node had: grow the columns
+        Rebuild(s);
+        return;
+      }
+    }
+    SetNode(i, r, /*upload=*/true);
+  }
+
+  /** Column slot of a scalar resource, or -1 when no node has it. */
+  int32_t FindSlot(const std::string& name) const {
+    auto it = slots_.find(name);
+    return it == slots_.end() ? -1 : it->second;
+  }
+
+  FitNodeView View() const {
+    return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
+                       req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
+                       pod_count_.ptr(), alloc_scalar_.ptr(), req_scalar_.ptr()};
+  }
+  bool pod_level() const { return pod_level_; }
+
+ private:
+  std::vector<Column<int64_t>*> All() {
+    return {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_,  &req_mem_,
+            &req_eph_,   &nz_cpu_,    &nz_mem_,    &pod_count_,  &alloc_scalar_, &req_scalar_};
+  }
+  int32_t SlotOf(const std::string& name) {
+    auto [it, inserted] = slots_.emplace(name, static_cast<int32_t>(slots_.size()));
+    return it->second;
+  }
+  void Rebuild(const Snapshot& s) {
+    slots_.clear();
+    Build(s);
+  }
+  void SetNode(NodeIndex i, const NodeResources& r, bool upload) {
+    auto set = [&](Column<int64_t>& c, size_t k, int64_t v) {
+      if (upload) {
+        if (c.host[k] != v) c.Set(k, v);
+      } else {
+        c.host[k] = v;
+      }
+    };
+    set(alloc_cpu_, i, r.allocatable.milli_cpu);
+    set(alloc_mem_, i, r.allocatable.memory);
+    set(alloc_eph_, i, r.allocatable.ephemeral_storage);
+    set(alloc_pods_, i, r.allocatable.allowed_pods);
+    set(req_cpu_, i, r.requested.milli_cpu);
+    set(req_mem_, i, r.requested.memory);
+    set(req_eph_, i, r.requested.ephemeral_storage);
+    set(nz_cpu_, i, r.non_zero_milli_cpu);
+    set(nz_mem_, i, r.non_zero_memory);
+    set(pod_count_, i, r.pod_count);
+    for (const auto& [name, slot] : slots_) {
+      size_t k = static_cast<size_t>(slot) * n_ + i;
+      auto a = r.allocatable.scalars.find(name);
+      auto q = r.requested.scalars.find(name);
+      set(alloc_scalar_, k, a == r.allocatable.scalars.end() ? 0 : a->second);
+      set(req_scalar_, k, q == r.requested.scalars.end() ? 0 : q->second);
+    }
+  }
+
+  int32_t n_ = 0;
+  bool pod_level_ = true;
+  std::map<std::string, int32_t> slots_;
+  Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
+      nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
+};
+
+class NodeResourcesFit final : public engine::Plugin {
+ public:
+  static std::unique_ptr<engine::Plugin> Create(const PluginArgs& args, const FeatureGates& gates,
+                                                std::string* error) {
+    const NodeResourcesFitArgs& a = args.node_resources_fit;
+    if (a.resources.size() > static_cast<size_t>(plugins::kMaxScoringResources)) {
+      *error = "NodeResourcesFit: at most 8 scoring resources are supported";
+      return nullptr;
+    }
+    return std::unique_ptr<engine::Plugin>(new NodeResourcesFit(a, gates));
+  }
+
+  const char* Name() const override { return "NodeResourcesFit"; }
+  unsigned ExtensionPoints() const override {
+    return kPreFilterPoint | kFilterPoint | kPreScorePoint | kScorePoint;
+  }
+
+  void Prepare(const Snapshot& s) override { columns_.Build(s); }
+
+  PluginStatus PreFilter(const Pod& pod, const Snapshot&, std::vector<NodeIndex>*, bool*) override {
+    if (!gates_.Enabled("SidecarContainers")) {
+      for (const Container& c : pod.init_containers) {
+        if (c.restart_policy && *c.restart_policy == "Always") {
+          return PluginStatus::Make(Code::kUnschedulableAndUnresolvable,
+                                    "Pod has a restartable init container and the SidecarContainers feature is disabled");
+        }
+      }
+    }
+    Resource f = Resource::From(PodRequests(pod, nullptr, columns_.pod_level()), /*keep_pods=*/false);
+    filter_ = FitFilterParams{};
+    filter_.cpu_milli = f.milli_cpu;
+    filter_.mem_bytes = f.memory;
+    filter_.ephemeral_bytes = f.ephemeral_storage;
+    filter_.has_scalars = !f.scalars.empty();
+    scalar_names_.clear();
+    for (const auto& [name, value] : f.scalars) {
+      if (filter_.num_scalars == plugins::kMaxFitScalars) {
+        return PluginStatus::Error("NodeResourcesFit: a pod may request at most 16 scalar resources");
+      }
+      int32_t s = filter_.num_scalars++;
+      filter_.scalar_slot[s] = columns_.FindSlot(name);
+      filter_.scalar_value[s] = value;
+      filter_.scalar_checked[s] = value != 0 && !Ignored(name);
+      scalar_names_.push_back(name);
+    }
+    return PluginStatus::Success();
+  }
+
+  void Filter(int32_t n, VerdictCode* codes) override {
+    ForEachNode(n, codes, FitFilterFn{columns_.View(), filter_});
+  }
+
+  PluginStatus Verdict(VerdictCode code) const override {
+    PluginStatus s{code & plugins::kFitUnresolvable ? Code::kUnschedulableAndUnresolvable : Code::kUnschedulable, {}};
+    if (code & plugins::kFitTooManyPods) s.reasons.push_back("Too many pods");
+    if (code & plugins::kFitCpu) s.reasons.push_back("Insufficient cpu");
+    if (code & plugins::kFitMemory) s.reasons.push_back("Insufficient memory");
+    if (code & plugins::kFitEphemeral) s.reasons.push_back("Insufficient ephemeral-storage");
+    for (size_t k = 0; k < scalar_names_.size(); ++k) {
+      if (code & (1u << (plugins::kFitScalarShift + k))) s.reasons.push_back("Insufficient " + scalar_names_[k]);
+    }
+    return s;
+  }
+
+  PluginStatus PreScore(const Pod& pod, const Snapshot&, const std::vector<NodeIndex>&) override {
+    Resource p = Resource::From(PodRequests(pod, &NonZeroDefaults(), columns_.pod_level()), false);
+    score_.use_non_zero = true;
+    score_.num_resources = static_cast<int32_t>(args_.resources.size());
+    for (int32_t k = 0; k < score_.num_resources; ++k) {
+      const ResourceSpec& spec = args_.resources[k];
+      plugins::FitScoreResource& r = score_.resources[k];
+      r.weight = spec.weight;
+      r.pod_request = p.Get(spec.name);
+      r.scalar_slot = -1;
+      if (spec.name == "cpu") {
+        r.kind = FitResourceKind::kCpu;
+      } else if (spec.name == "memory") {
+        r.kind = FitResourceKind::kMemory;
+      } else if (spec.name == "ephemeral-storage") {
+        r.kind = FitResourceKind::kEphemeral;
+      } else if (spec.name != "pods") {
+        r.kind = FitResourceKind::kScalar;
+        r.scalar_slot = columns_.FindSlot(spec.name);
+      } else {
+        r.kind = FitResourceKind::kNone;
+      }
+    }
+    return PluginStatus::Success();
+  }
+
+  void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
+    ForListedNodes(nodes, count, scores, FitScoreFn{columns_.View(), score_});
+  }
+
+  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
+
+ private:
+  NodeResourcesFit(const NodeResourcesFitArgs& args, const FeatureGates& gates) : args_(args), gates_(gates) {
+    score_ = FitScoreParams{};
+    if (args.strategy == "MostAllocated") {
+      score_.strategy = plugins::FitStrategy::kMostAllocated;
+    } else if (args.strategy == "RequestedToCapacityRatio") {
+      score_.strategy = plugins::FitStrategy::kRequestedToCapacityRatio;
+      score_.num_points = static_cast<int32_t>(std::min<size_t>(args.shape.size(), plugins::kMaxShapePoints));
+      for (int32_t j = 0; j < score_.num_points; ++j) {
+        score_.shape_utilization[j] = args.shape[j].utilization;
+        score_.shape_score[j] = static_cast<int64_t>(args.shape[j].score) * (kMaxNodeScore / 10);
+      }
+    } else {
+      score_.strategy = plugins::FitStrategy::kLeastAllocated;
+    }
+  }
+
+  // ignoredResources / ignoredResourceGroups apply to extended resources only.
+  bool Ignored(const std::string& name) const {
+    if (!IsExtendedResourceName(name)) return false;
+    for (const auto& r : args_.ignored_resources) {
+      if (r == name) return true;
+    }
+    std::string group = name.substr(0, name.find('/'));
+    for (const auto& g : args_.ignored_resource_groups) {
+      if (g == group) return true;
+    }
+    return false;
+  }
+
+  NodeResourcesFitArgs args_;
+  FeatureGates gates_;
+  ResourceColumns columns_;
+  FitFilterParams filter_{};
+  FitScoreParams score_{};
+  std::vector<std::string> scalar_names_;
+};
+
+KPLACE_REGISTER_ENGINE_PLUGIN(NodeResourcesFit, NodeResourcesFit);
+
+}  // namespace
+}  // namespace kplace::KPLACE_BACKEND_NS
