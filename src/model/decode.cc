@@ -174,6 +174,7 @@ absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool n
       }
       meta->creation_unix = absl::ToUnixSeconds(t);
     }
+    KPLACE_RETURN_IF_ERROR(r.String(m, "deletionTimestamp", p, &meta->deletion_timestamp));
     return r.Array(m, "ownerReferences", p, [&](const json& o, const std::string& op) -> absl::Status {
       OwnerReference ref;
       KPLACE_RETURN_IF_ERROR(r.String(o, "apiVersion", op, &ref.api_version));

@@ -25,6 +25,7 @@ struct ObjectMeta {
   std::map<std::string, std::string> annotations;
   std::string creation_timestamp;  // RFC 3339 text as given
   int64_t creation_unix = 0;       // seconds since epoch, 0 when absent
+  std::string deletion_timestamp;  // RFC 3339 text; non-empty marks a terminating object
   std::vector<OwnerReference> owner_references;
 };
 
