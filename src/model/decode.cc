@@ -271,6 +271,7 @@ absl::Status DecodeAffinity(const Reader& r, const json& j, const std::string& p
                                         return DecodeNodeSelectorTerm(r, t, tp, &n.required->terms.back());
                                       });
                                     }));
+    n.preferred_set = Reader::Has(na, "preferredDuringSchedulingIgnoredDuringExecution");
     return r.Array(na, "preferredDuringSchedulingIgnoredDuringExecution", np,
                    [&](const json& e, const std::string& ep) -> absl::Status {
                      PreferredSchedulingTerm term;
@@ -368,6 +369,7 @@ absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string&
     return absl::OkStatus();
   }));
   KPLACE_RETURN_IF_ERROR(r.StringMap(spec, "nodeSelector", p, &pod->node_selector));
+  pod->node_selector_set = Reader::Has(spec, "nodeSelector");
   KPLACE_RETURN_IF_ERROR(r.Object(spec, "affinity", p, [&](const json& a, const std::string& ap) {
     pod->affinity.emplace();
     return DecodeAffinity(r, a, ap, &*pod->affinity);

@@ -62,6 +62,7 @@ struct PreferredSchedulingTerm {
 struct NodeAffinity {
   std::optional<NodeSelector> required;
   std::vector<PreferredSchedulingTerm> preferred;
+  bool preferred_set = false;  // the list was given, even empty (NodeAffinity PreScore)
 };
 
 struct PodAffinityTerm {
@@ -140,6 +141,7 @@ struct Pod {
   ResourceList overhead;
   std::optional<ResourceList> pod_requests, pod_limits;  // spec.resources
   std::map<std::string, std::string> node_selector;
+  bool node_selector_set = false;  // spec.nodeSelector was given, even {} (NodeAffinity PreFilter)
   std::optional<Affinity> affinity;
   std::vector<Toleration> tolerations;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
