@@ -15,6 +15,12 @@ template <typename T, typename = std::enable_if_t<std::is_arithmetic_v<T>>>
 void Append(std::string& out, T v) {
   out.append(std::to_string(v));
 }
+// Other string views (e.g. absl::string_view from Status::message()).
+template <typename T, typename = decltype(std::declval<const T&>().data()),
+          typename = decltype(std::declval<const T&>().size()), typename = void>
+void Append(std::string& out, const T& s) {
+  out.append(s.data(), s.size());
+}
 
 }  // namespace strings_internal
 
