@@ -1,6 +1,7 @@
 #include "kplace/config/profile.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "kplace/framework/types.h"
 
@@ -41,6 +42,77 @@ unsigned PluginExtensionPoints(const std::string& name) {
     if (name == p.name) return p.points;
   }
   return 0;
+}
+
+namespace {
+
+struct RegisteredPlugin {
+  const char* name;
+  unsigned points;
+  bool modelled;
+};
+
+constexpr unsigned kCfgPreEnqueue = kPreEnqueueConfigPoint, kCfgQueueSort = kQueueSortConfigPoint,
+                   kCfgPreFilter = kPreFilterConfigPoint, kCfgFilter = kFilterConfigPoint,
+                   kCfgPostFilter = kPostFilterConfigPoint, kCfgPreScore = kPreScoreConfigPoint,
+                   kCfgScore = kScoreConfigPoint, kCfgReserve = kReserveConfigPoint,
+                   kCfgPreBind = kPreBindConfigPoint, kCfgBind = kBindConfigPoint;
+
+// Plugins outside the scheduling-cycle table above, with every point they implement.
+constexpr RegisteredPlugin kOtherPlugins[] = {
+    {"SchedulingGates", kCfgPreEnqueue, true},
+    {"PrioritySort", kCfgQueueSort, true},
+    // PreEnqueue is its async-preemption hook.
+    {"DefaultPreemption", kCfgPostFilter | kCfgPreEnqueue, true},
+    {"DefaultBinder", kCfgBind, true},
+    {"DynamicResources",
+     kCfgPreEnqueue | kCfgPreFilter | kCfgFilter | kCfgPostFilter | kCfgScore | kCfgReserve | kCfgPreBind, false},
+    {"NodeDeclaredFeatures", kCfgPreFilter | kCfgFilter, false},
+};
+
+unsigned ToConfigPoints(unsigned points) {
+  unsigned out = 0;
+  if (points & kPreFilterPoint) out |= kCfgPreFilter;
+  if (points & kFilterPoint) out |= kCfgFilter;
+  if (points & kPreScorePoint) out |= kCfgPreScore;
+  if (points & kScorePoint) out |= kCfgScore;
+  return out;
+}
+
+}  // namespace
+
+unsigned PluginConfigPoints(const std::string& name) {
+  for (const RegisteredPlugin& p : kOtherPlugins) {
+    if (name == p.name) return p.points;
+  }
+  unsigned points = ToConfigPoints(PluginExtensionPoints(name));
+  // VolumeBinding also reserves and pre-binds the claims it chose.
+  if (name == "VolumeBinding") points |= kCfgReserve | kCfgPreBind;
+  return points;
+}
+
+bool PluginIsModelled(const std::string& name) {
+  for (const RegisteredPlugin& p : kOtherPlugins) {
+    if (name == p.name) return p.modelled;
+  }
+  return PluginExtensionPoints(name) != 0;
+}
+
+bool PluginIsRemoved(const std::string& name) {
+  return name == "AzureDiskLimits" || name == "CinderLimits" || name == "EBSLimits" || name == "GCEPDLimits";
+}
+
+std::vector<WeightedPlugin> DefaultMultiPointPlugins() {
+  std::vector<WeightedPlugin> out = {{"SchedulingGates", 0}, {"PrioritySort", 0}};
+  for (const PluginInfo& info : kDefaultPlugins) {
+    // VolumeBinding carries no weight in the upstream list (it scores with 1).
+    int64_t weight = std::string_view(info.name) == "VolumeBinding" ? 0 : info.default_weight;
+    out.push_back({info.name, weight});
+    // DefaultPreemption sits between the filters and the score-only plugins.
+    if (std::string_view(info.name) == "InterPodAffinity") out.push_back({"DefaultPreemption", 0});
+  }
+  out.push_back({"DefaultBinder", 0});
+  return out;
 }
 
 std::vector<std::string> Profile::AllPlugins() const {
