@@ -56,7 +56,7 @@ class BackendFramework final : public engine::Framework {
   }
 
   PreFilterResult PreFilter(const Pod& pod) override {
-    pod_ = &pod;
+    StartPod(pod);
     PreFilterResult out;
     out.skip_filter.assign(filter_.size(), false);
     std::vector<std::string> skipped;
@@ -197,6 +197,11 @@ class BackendFramework final : public engine::Framework {
   }
 
  private:
+  void StartPod(const Pod& pod) {
+    pod_ = &pod;
+    for (auto& [name, plugin] : by_name_) plugin->StartPod(pod, *snapshot_);
+  }
+
   engine::Plugin* Find(const std::string& name) {
     for (auto& [n, p] : by_name_) {
       if (n == name) return p.get();

@@ -33,6 +33,10 @@ class Plugin {
 
   /** Builds the plugin's node columns. Called once before any pod. */
   virtual void Prepare(const Snapshot&) {}
+  /** Called on every plugin of the profile when a pod's cycle starts, before any
+   *  PreFilter: plugins whose Filter or Score needs the pod but that have no PreFilter
+   *  (or PreScore) point, like upstream's Filter-only plugins, compile it here. */
+  virtual void StartPod(const Pod&, const Snapshot&) {}
   /** Compiles the pod into the plugin's parameter block. When the plugin narrows the
    *  candidate nodes it sets `*restricts` and fills `nodes` (sorted snapshot indices). */
   virtual PluginStatus PreFilter(const Pod&, const Snapshot&, std::vector<NodeIndex>* /*nodes*/,

@@ -1,0 +1,174 @@
+// TaintToleration on the engine: taints as per-node CSR columns of interned ids, the
+// pod's tolerations compiled once per phase, Filter and Score as per-node functors.
+#include <vector>
+
+#include "kernels/backend.cuh"
+#include "kplace/plugins/taint_toleration.h"
+
+namespace kplace::KPLACE_BACKEND_NS {
+namespace {
+
+using engine::NodeIndex;
+using engine::Snapshot;
+using engine::VerdictCode;
+using plugins::CompiledToleration;
+using plugins::TaintNodeView;
+using plugins::TaintTolerationParams;
+
+constexpr char kUntoleratedReason[] = "node(s) had untolerated taint(s)";
+
+struct TaintFilterFn {
+  TaintNodeView v;
+  TaintTolerationParams p;
+  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const { return plugins::TaintTolerationFilterNode(v, p, i); }
+};
+
+struct TaintScoreFn {
+  TaintNodeView v;
+  TaintTolerationParams p;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::TaintTolerationScoreNode(v, p, i); }
+};
+
+/** A compiled toleration list in backend memory, re-uploaded only when it changes
+ *  (consecutive pods of one workload share their tolerations). */
+class TolerationList {
+ public:
+  void Set(const std::vector<CompiledToleration>& list) {
+    if (uploaded_ && SameAs(list)) return;
+    host_ = list;
+    dev_.assign(host_.begin(), host_.end());
+    uploaded_ = true;
+  }
+  TaintTolerationParams Params() const {
+    return TaintTolerationParams{thrust::raw_pointer_cast(dev_.data()), static_cast<int32_t>(host_.size())};
+  }
+
+ private:
+  bool SameAs(const std::vector<CompiledToleration>& list) const {
+    if (list.size() != host_.size()) return false;
+    for (size_t j = 0; j < list.size(); ++j) {
+      const CompiledToleration &a = list[j], &b = host_[j];
+      if (a.value_int != b.value_int || a.key_id != b.key_id || a.value_id != b.value_id || a.op != b.op ||
+          a.effect != b.effect) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  std::vector<CompiledToleration> host_;
+  vector<CompiledToleration> dev_;
+  bool uploaded_ = false;
+};
+
+class TaintToleration final : public engine::Plugin {
+ public:
+  static std::unique_ptr<engine::Plugin> Create(const PluginArgs&, const FeatureGates& gates, std::string*) {
+    return std::unique_ptr<engine::Plugin>(new TaintToleration(gates.Enabled("TaintTolerationComparisonOperators")));
+  }
+
+  const char* Name() const override { return "TaintToleration"; }
+  unsigned ExtensionPoints() const override {
+    return kFilterPoint | kPreScorePoint | kScorePoint | kNormalizeScorePoint;
+  }
+
+  void Prepare(const Snapshot& s) override {
+    const int32_t n = s.num_nodes();
+    offsets_.host.assign(n + 1, 0);
+    key_.host.clear();
+    value_.host.clear();
+    effect_.host.clear();
+    value_is_int_.host.clear();
+    value_int_.host.clear();
+    for (NodeIndex i = 0; i < n; ++i) {
+      for (const Taint& t : s.node(i).taints) {
+        int64_t v = 0;
+        bool is_int = plugins::ParseCanonicalInt64(t.value, &v);
+        key_.host.push_back(keys_.Intern(t.key));
+        value_.host.push_back(values_.Intern(t.value));
+        effect_.host.push_back(plugins::TaintEffectCode(t.effect));
+        value_is_int_.host.push_back(is_int ? 1 : 0);
+        value_int_.host.push_back(is_int ? v : 0);
+      }
+      offsets_.host[i + 1] = static_cast<int32_t>(key_.host.size());
+    }
+    offsets_.Upload();
+    key_.Upload();
+    value_.Upload();
+    effect_.Upload();
+    value_is_int_.Upload();
+    value_int_.Upload();
+  }
+
+  void StartPod(const Pod& pod, const Snapshot&) override {
+    filter_.Set(Compile(pod.tolerations, plugins::kEffectNoSchedule, plugins::kEffectNoExecute));
+  }
+
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, TaintFilterFn{View(), filter_.Params()}); }
+
+  PluginStatus Verdict(VerdictCode) const override {
+    return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kUntoleratedReason);
+  }
+
+  PluginStatus PreScore(const Pod& pod, const Snapshot&, const std::vector<NodeIndex>&) override {
+    score_.Set(Compile(pod.tolerations, plugins::kEffectPreferNoSchedule, plugins::kEffectPreferNoSchedule));
+    return PluginStatus::Success();
+  }
+
+  void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
+    ForListedNodes(nodes, count, scores, TaintScoreFn{View(), score_.Params()});
+  }
+
+  void NormalizeScore(int32_t count, int64_t* scores) override { DefaultNormalize(scores, count, /*reverse=*/true); }
+
+ private:
+  explicit TaintToleration(bool comparison_operators) : comparison_operators_(comparison_operators) {}
+
+  TaintNodeView View() const {
+    return TaintNodeView{offsets_.ptr(), key_.ptr(), value_.ptr(), effect_.ptr(), value_is_int_.ptr(), value_int_.ptr()};
+  }
+
+  /** Keeps the tolerations with an empty effect or one of `a`, `b` (the phase's
+   *  effects), dropping those that can tolerate no taint of this snapshot. */
+  std::vector<CompiledToleration> Compile(const std::vector<Toleration>& tolerations, int8_t a, int8_t b) const {
+    std::vector<CompiledToleration> out;
+    for (const Toleration& t : tolerations) {
+      CompiledToleration c{};
+      c.effect = plugins::TolerationEffectCode(t.effect);
+      if (c.effect != plugins::kEffectAny && c.effect != a && c.effect != b) continue;
+      if (t.key.empty()) {
+        c.key_id = plugins::kAnyTaintKey;
+      } else {
+        c.key_id = keys_.Find(t.key);
+        if (c.key_id == engine::kNoId) continue;  // no node has a taint with this key
+      }
+      if (t.op.empty() || t.op == "Equal") {
+        c.op = plugins::TolerationOp::kEqual;
+        c.value_id = values_.Find(t.value);
+        if (c.value_id == engine::kNoId) continue;
+      } else if (t.op == "Exists") {
+        c.op = plugins::TolerationOp::kExists;
+      } else if (t.op == "Lt" || t.op == "Gt") {
+        if (!comparison_operators_ || !plugins::ParseCanonicalInt64(t.value, &c.value_int)) continue;
+        c.op = t.op == "Lt" ? plugins::TolerationOp::kLt : plugins::TolerationOp::kGt;
+      } else {
+        continue;  // an unknown operator tolerates nothing
+      }
+      out.push_back(c);
+    }
+    return out;
+  }
+
+  bool comparison_operators_;
+  engine::Interner keys_, values_;
+  Column<int32_t> offsets_, key_, value_;
+  Column<int8_t> effect_;
+  Column<uint8_t> value_is_int_;
+  Column<int64_t> value_int_;
+  TolerationList filter_, score_;
+};
+
+KPLACE_REGISTER_ENGINE_PLUGIN(TaintToleration, TaintToleration);
+
+}  // namespace
+}  // namespace kplace::KPLACE_BACKEND_NS
