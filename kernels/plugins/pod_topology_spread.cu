@@ -1,0 +1,577 @@
+// PodTopologySpread on the engine. Counting is per topology domain: for every distinct
+// (namespace, selector, topology key, node-inclusion inputs, required keys) the plugin
+// keeps a table of matching pods per domain, built once by one pass over the pods of
+// the namespace and then kept exact by OnBind in O(1) per table. A pod with the same
+// constraints as an earlier one reuses the tables, so PreFilter/PreScore cost grows
+// with domains and constraints, not with pods x nodes. Filter and Score gather a
+// node's domain count through a dense domain-id column.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <thrust/transform_reduce.h>
+
+#include "kernels/backend.cuh"
+#include "kplace/plugins/pod_topology_spread.h"
+#include "kplace/plugins/pod_topology_spread_common.h"
+
+namespace kplace::KPLACE_BACKEND_NS {
+namespace {
+
+using engine::NodeIndex;
+using engine::Snapshot;
+using engine::VerdictCode;
+using plugins::SpreadFilterConstraint;
+using plugins::SpreadFilterParams;
+using plugins::SpreadScoreConstraint;
+using plugins::SpreadScoreParams;
+using spread::PodSelector;
+
+constexpr char kMissingLabelReason[] = "node(s) didn't match pod topology spread constraints (missing required label)";
+constexpr char kSkewReason[] = "node(s) didn't match pod topology spread constraints";
+constexpr size_t kMaxDomainTables = 256;
+constexpr size_t kMaxNodeCountTables = 64;
+
+struct SpreadFilterFn {
+  SpreadFilterParams p;
+  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t n) const { return plugins::SpreadFilterNode(p, n); }
+};
+
+struct SpreadScoreFn {
+  SpreadScoreParams p;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t n) const { return plugins::SpreadScoreNode(p, n); }
+};
+
+struct SpreadIgnoredFn {
+  SpreadScoreParams p;
+  KPLACE_HOST_DEVICE uint8_t operator()(int32_t n) const { return plugins::SpreadIgnoredNode(p, n) ? 1 : 0; }
+};
+
+// Raw score of scored position k, or +inf for an ignored node (min over the others).
+struct SpreadMinKeyFn {
+  const int64_t* scores;
+  const uint8_t* ignored;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t k) const { return ignored[k] ? INT64_MAX : scores[k]; }
+};
+
+struct SpreadNormalizeFn {
+  const int64_t* scores;
+  const uint8_t* ignored;
+  int64_t max_raw, min_raw;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t k) const {
+    return plugins::SpreadNormalize(scores[k], ignored[k] != 0, max_raw, min_raw);
+  }
+};
+
+/** One constraint after §2: selector resolved, gates and defaults applied. */
+struct Constraint {
+  int64_t max_skew = 1;
+  std::string topology_key;
+  PodSelector selector;
+  int32_t min_domains = 1;
+  bool affinity_honored = true;
+  bool taints_honored = false;
+};
+
+/** Dense domain ids of one topology key: -1 where a node lacks the key. Nodes missing
+ *  the key fall into `empty_domain` (the value "") when a table asks for it. */
+struct DomainColumn {
+  Column<int32_t> dom;
+  int32_t num_domains = 0;
+  int32_t empty_domain = 0;
+};
+
+/** Matching pods per domain for one (namespace, selector, key, inclusion, keys) tuple. */
+struct DomainTable {
+  std::string ns;
+  PodSelector selector;
+  bool count_pods = true;
+  const DomainColumn* column = nullptr;
+  bool missing_as_empty = false;
+  std::vector<uint8_t> eligible;        // per node
+  std::vector<int32_t> eligible_nodes;  // per domain
+  Column<int64_t> counts;               // per domain
+  int32_t eligible_domains = 0;
+  int64_t min_count = INT32_MAX;  // over eligible domains; MaxInt32 when there are none
+  int32_t at_min = 0;
+  uint64_t last_used = 0;
+
+  int32_t DomainOf(NodeIndex n) const {
+    int32_t d = column->dom.host[n];
+    return d < 0 && missing_as_empty ? column->empty_domain : d;
+  }
+
+  void RecomputeMin() {
+    eligible_domains = 0;
+    min_count = INT32_MAX;
+    at_min = 0;
+    for (size_t d = 0; d < eligible_nodes.size(); ++d) {
+      if (eligible_nodes[d] == 0) continue;
+      ++eligible_domains;
+      int64_t c = counts.host[d];
+      if (c < min_count) {
+        min_count = c;
+        at_min = 1;
+      } else if (c == min_count) {
+        ++at_min;
+      }
+    }
+  }
+
+  /** One more matching pod on node n. Counts only grow, so the minimum moves only when
+   *  the last domain at the minimum leaves it. */
+  void AddPodOn(NodeIndex n) {
+    if (!eligible[n]) return;
+    int32_t d = DomainOf(n);
+    int64_t before = counts.host[d];
+    counts.Set(d, before + 1);
+    if (before == min_count && --at_min == 0) RecomputeMin();
+  }
+};
+
+/** Matching pods per node (soft kubernetes.io/hostname constraints, §7). */
+struct NodeCountTable {
+  std::string ns;
+  PodSelector selector;
+  bool count_pods = true;
+  Column<int64_t> counts;
+  uint64_t last_used = 0;
+};
+
+struct PodRef {
+  const Pod* pod;
+  NodeIndex node;
+};
+
+/** Node inclusion of the incoming pod (§3), computed on first use in one cycle. */
+class PodContext {
+ public:
+  PodContext(const Pod& pod, const Snapshot& s, bool comparison_operators)
+      : pod_(pod), s_(s), placement_(pod), comparison_operators_(comparison_operators) {}
+
+  const spread::RequiredPlacement& placement() const { return placement_; }
+  const std::string& tolerations_key() {
+    if (!tolerations_key_) tolerations_key_ = spread::TolerationsKey(pod_.tolerations);
+    return *tolerations_key_;
+  }
+  const std::vector<uint8_t>& PlacementMask() {
+    if (placement_mask_.empty() && s_.num_nodes() > 0) {
+      placement_mask_.resize(s_.num_nodes());
+      for (NodeIndex n = 0; n < s_.num_nodes(); ++n) placement_mask_[n] = placement_.Matches(s_.node(n));
+    }
+    return placement_mask_;
+  }
+  const std::vector<uint8_t>& TaintMask() {
+    if (taint_mask_.empty() && s_.num_nodes() > 0) {
+      taint_mask_.resize(s_.num_nodes());
+      for (NodeIndex n = 0; n < s_.num_nodes(); ++n) {
+        taint_mask_[n] = spread::ToleratesHardTaints(pod_.tolerations, s_.node(n), comparison_operators_);
+      }
+    }
+    return taint_mask_;
+  }
+
+ private:
+  const Pod& pod_;
+  const Snapshot& s_;
+  spread::RequiredPlacement placement_;
+  bool comparison_operators_;
+  std::optional<std::string> tolerations_key_;
+  std::vector<uint8_t> placement_mask_, taint_mask_;
+};
+
+class PodTopologySpread final : public engine::Plugin {
+ public:
+  static std::unique_ptr<engine::Plugin> Create(const PluginArgs& args, const FeatureGates& gates,
+                                                std::string* error) {
+    const PodTopologySpreadArgs& a = args.pod_topology_spread;
+    bool system = a.defaulting_type.empty() || a.defaulting_type == "System";
+    if (!system && a.defaulting_type != "List") {
+      *error = "PodTopologySpread: defaultingType must be System or List, got \"" + a.defaulting_type + "\"";
+      return nullptr;
+    }
+    if (system && !a.default_constraints.empty()) {
+      *error = "PodTopologySpread: defaultConstraints must be empty when defaultingType is System";
+      return nullptr;
+    }
+    return std::unique_ptr<engine::Plugin>(new PodTopologySpread(a, gates, system));
+  }
+
+  const char* Name() const override { return "PodTopologySpread"; }
+  unsigned ExtensionPoints() const override {
+    return kPreFilterPoint | kFilterPoint | kPreScorePoint | kScorePoint | kNormalizeScorePoint;
+  }
+
+  void Prepare(const Snapshot& s) override {
+    n_ = s.num_nodes();
+    columns_.clear();
+    tables_.clear();
+    node_tables_.clear();
+    pods_by_ns_.clear();
+    owned_pods_.clear();
+    for (NodeIndex n = 0; n < n_; ++n) {
+      for (const Pod* p : s.pods_on(n)) {
+        if (!spread::IsTerminating(*p)) pods_by_ns_[p->meta.namespace_].push_back(PodRef{p, n});
+      }
+    }
+    filter_ = SpreadFilterParams{0, nullptr, 0};
+    score_ = SpreadScoreParams{0, 0, nullptr};
+  }
+
+  PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>*, bool*) override {
+    ++epoch_;
+    filter_ = SpreadFilterParams{0, nullptr, 0};
+    std::vector<Constraint> constraints;
+    std::string error;
+    if (!Resolve(pod, s, "DoNotSchedule", &constraints, &error)) {
+      // Upstream's Filter then finds no cycle state.
+      filter_.all_nodes_code = plugins::kSpreadError;
+      return PluginStatus::Error(error);
+    }
+    if (constraints.empty()) return PluginStatus::Skip();
+    std::vector<std::string> keys = KeysOf(constraints);
+    PodContext ctx(pod, s, comparison_operators_);
+    std::vector<SpreadFilterConstraint> host;
+    for (const Constraint& c : constraints) {
+      DomainTable* t = GetTable(s, ctx, pod.meta.namespace_, c, keys, /*missing_as_empty=*/false);
+      int64_t min_match = t->eligible_domains < c.min_domains ? 0 : t->min_count;
+      host.push_back(SpreadFilterConstraint{t->column->dom.ptr(), t->counts.ptr(), c.max_skew,
+                                            c.selector.Matches(pod.meta.labels) ? 1 : 0, min_match});
+    }
+    Upload(host, &filter_dev_);
+    filter_.num_constraints = static_cast<int32_t>(host.size());
+    filter_.constraints = Ptr(filter_dev_);
+    return PluginStatus::Success();
+  }
+
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, SpreadFilterFn{filter_}); }
+
+  PluginStatus Verdict(VerdictCode code) const override {
+    if (code == plugins::kSpreadMissingLabel) {
+      return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kMissingLabelReason);
+    }
+    if (code == plugins::kSpreadSkew) return PluginStatus::Make(Code::kUnschedulable, kSkewReason);
+    return PluginStatus::Error("reading \"PreFilterPodTopologySpread\" from cycleState: not found");
+  }
+
+  PluginStatus PreScore(const Pod& pod, const Snapshot& s, const std::vector<NodeIndex>& feasible) override {
+    ++epoch_;
+    score_ = SpreadScoreParams{0, 0, nullptr};
+    if (s.num_nodes() == 0) return PluginStatus::Skip();
+    std::vector<Constraint> constraints;
+    std::string error;
+    if (!Resolve(pod, s, "ScheduleAnyway", &constraints, &error)) {
+      return PluginStatus::Error("calculating preScoreState: obtaining pod's soft topology spread constraints: " +
+                                 error);
+    }
+    if (constraints.empty()) return PluginStatus::Skip();
+    // Only System defaulting tolerates nodes that miss a key (§6).
+    const bool require_all = !pod.topology_spread_constraints.empty() || !system_defaulted_;
+    std::vector<std::string> keys = KeysOf(constraints);
+    std::vector<const DomainColumn*> cols;
+    for (const Constraint& c : constraints) cols.push_back(GetColumn(s, c.topology_key));
+
+    // Candidates that lack a key are ignored; the rest define the domains that count.
+    std::vector<NodeIndex> kept;
+    kept.reserve(feasible.size());
+    for (NodeIndex f : feasible) {
+      bool ignored = false;
+      if (require_all) {
+        for (const DomainColumn* col : cols) ignored |= col->dom.host[f] < 0;
+      }
+      if (!ignored) kept.push_back(f);
+    }
+    PodContext ctx(pod, s, comparison_operators_);
+    std::vector<SpreadScoreConstraint> host;
+    static const std::vector<std::string> kNoKeys;
+    for (size_t i = 0; i < constraints.size(); ++i) {
+      const Constraint& c = constraints[i];
+      SpreadScoreConstraint out{cols[i]->dom.ptr(), nullptr, 0, 0.0, static_cast<double>(c.max_skew - 1)};
+      int64_t size;
+      if (c.topology_key == spread::kHostnameLabel) {
+        NodeCountTable* t = GetNodeTable(pod.meta.namespace_, c.selector);
+        out.counts = t->counts.ptr();
+        out.per_node = 1;
+        size = static_cast<int64_t>(kept.size());
+      } else {
+        DomainTable* t = GetTable(s, ctx, pod.meta.namespace_, c, require_all ? keys : kNoKeys, !require_all);
+        out.counts = t->counts.ptr();
+        size = DistinctDomains(*t, kept);
+      }
+      out.weight = std::log(static_cast<double>(size + 2));
+      host.push_back(out);
+    }
+    Upload(host, &score_dev_);
+    score_.num_constraints = static_cast<int32_t>(host.size());
+    score_.require_all = require_all ? 1 : 0;
+    score_.constraints = Ptr(score_dev_);
+    return PluginStatus::Success();
+  }
+
+  void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
+    ignored_.resize(count > 0 ? count : 0);
+    ForListedNodes(nodes, count, scores, SpreadScoreFn{score_});
+    ForListedNodes(nodes, count, Ptr(ignored_), SpreadIgnoredFn{score_});
+  }
+
+  void NormalizeScore(int32_t count, int64_t* scores) override {
+    if (count <= 0) return;
+    const uint8_t* ignored = Ptr(ignored_);
+    int64_t max_raw = MaxScore(scores, count);  // ignored nodes score 0, so they never raise it
+    int64_t min_raw = thrust::transform_reduce(policy(), thrust::counting_iterator<int32_t>(0),
+                                               thrust::counting_iterator<int32_t>(count),
+                                               SpreadMinKeyFn{scores, ignored}, INT64_MAX,
+                                               thrust::minimum<int64_t>());
+    ForEachNode(count, scores, SpreadNormalizeFn{scores, ignored, max_raw, min_raw});
+  }
+
+  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
+    if (spread::IsTerminating(pod)) return;
+    const Pod* stored = &pod;
+    // Keep a pointer that outlives the call: the snapshot's copy, or our own.
+    const auto& on_node = s.pods_on(node);
+    if (!on_node.empty() && on_node.back()->meta.name == pod.meta.name &&
+        on_node.back()->meta.namespace_ == pod.meta.namespace_) {
+      stored = on_node.back();
+    } else {
+      owned_pods_.push_back(pod);
+      stored = &owned_pods_.back();
+    }
+    pods_by_ns_[pod.meta.namespace_].push_back(PodRef{stored, node});
+    for (auto& [key, t] : tables_) {
+      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->AddPodOn(node);
+    }
+    for (auto& [key, t] : node_tables_) {
+      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) {
+        t->counts.Set(node, t->counts.host[node] + 1);
+      }
+    }
+  }
+
+ private:
+  PodTopologySpread(const PodTopologySpreadArgs& args, const FeatureGates& gates, bool system)
+      : system_defaulted_(system),
+        node_inclusion_(gates.Enabled("NodeInclusionPolicyInPodTopologySpread")),
+        match_label_keys_(gates.Enabled("MatchLabelKeysInPodTopologySpread")),
+        comparison_operators_(gates.Enabled("TaintTolerationComparisonOperators")),
+        legacy_empty_selector_(gates.Enabled(spread::kLegacyEmptySelectorGate)) {
+    if (system) {
+      TopologySpreadConstraint host, zone;
+      host.max_skew = 3;
+      host.topology_key = spread::kHostnameLabel;
+      host.when_unsatisfiable = "ScheduleAnyway";
+      zone.max_skew = 5;
+      zone.topology_key = spread::kZoneLabel;
+      zone.when_unsatisfiable = "ScheduleAnyway";
+      defaults_ = {host, zone};
+    } else {
+      defaults_ = args.default_constraints;
+    }
+  }
+
+  // §2: the pod's constraints of one mode, or the defaults with the default selector.
+  bool Resolve(const Pod& pod, const Snapshot& s, const std::string& mode, std::vector<Constraint>* out,
+               std::string* error) const {
+    out->clear();
+    const bool from_pod = !pod.topology_spread_constraints.empty();
+    const auto& source = from_pod ? pod.topology_spread_constraints : defaults_;
+    for (const TopologySpreadConstraint& t : source) {
+      if (t.when_unsatisfiable != mode) continue;
+      Constraint c;
+      c.max_skew = t.max_skew;
+      c.topology_key = t.topology_key;
+      if (!spread::ParsePodSelector(t.label_selector, &c.selector, error)) return false;
+      if (match_label_keys_ && !t.match_label_keys.empty()) {
+        Labels set;
+        for (const std::string& k : t.match_label_keys) {
+          auto it = pod.meta.labels.find(k);
+          if (it != pod.meta.labels.end()) set[k] = it->second;
+        }
+        if (!set.empty()) c.selector = spread::MergeSetIntoSelector(set, c.selector);
+      }
+      c.min_domains = t.min_domains ? *t.min_domains : 1;
+      if (node_inclusion_) {
+        c.affinity_honored = !t.node_affinity_policy || *t.node_affinity_policy == "Honor";
+        c.taints_honored = t.node_taints_policy && *t.node_taints_policy == "Honor";
+      }
+      out->push_back(std::move(c));
+    }
+    if (from_pod || out->empty()) return true;
+    PodSelector selector = spread::DefaultSelector(pod, s.objects());
+    if (selector.Empty()) {
+      out->clear();
+      return true;
+    }
+    for (Constraint& c : *out) c.selector = selector;
+    return true;
+  }
+
+  static std::vector<std::string> KeysOf(const std::vector<Constraint>& constraints) {
+    std::vector<std::string> keys;
+    for (const Constraint& c : constraints) keys.push_back(c.topology_key);
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    return keys;
+  }
+
+  const DomainColumn* GetColumn(const Snapshot& s, const std::string& key) {
+    auto it = columns_.find(key);
+    if (it != columns_.end()) return it->second.get();
+    auto col = std::make_unique<DomainColumn>();
+    col->dom.host.assign(n_, -1);
+    const std::vector<int32_t>* values = s.LabelColumn(key);
+    std::unordered_map<int32_t, int32_t> dense;
+    if (values) {
+      for (NodeIndex n = 0; n < n_; ++n) {
+        int32_t v = (*values)[n];
+        if (v == engine::kNoId) continue;
+        auto [d, inserted] = dense.emplace(v, static_cast<int32_t>(dense.size()));
+        col->dom.host[n] = d->second;
+      }
+    }
+    col->num_domains = static_cast<int32_t>(dense.size());
+    // A node without the key reads as "" where a table asks for it: the domain of the
+    // value "" when some node carries it, else one more domain.
+    int32_t empty_id = s.strings().Find("");
+    auto e = empty_id == engine::kNoId ? dense.end() : dense.find(empty_id);
+    col->empty_domain = e != dense.end() ? e->second : col->num_domains++;
+    col->dom.Upload();
+    return (columns_[key] = std::move(col)).get();
+  }
+
+  DomainTable* GetTable(const Snapshot& s, PodContext& ctx, const std::string& ns, const Constraint& c,
+                        const std::vector<std::string>& required_keys, bool missing_as_empty) {
+    std::string key;
+    auto field = [&key](const std::string& v) {
+      key += std::to_string(v.size());
+      key += ':';
+      key += v;
+    };
+    field(ns);
+    field(c.selector.Key());
+    field(c.topology_key);
+    field(c.affinity_honored ? ctx.placement().key() : std::string("-"));
+    field(c.taints_honored ? ctx.tolerations_key() : std::string("-"));
+    key += std::to_string(required_keys.size());
+    for (const std::string& k : required_keys) field(k);
+    key += missing_as_empty ? 'E' : 'M';
+    auto it = tables_.find(key);
+    if (it != tables_.end()) {
+      it->second->last_used = epoch_;
+      return it->second.get();
+    }
+
+    auto t = std::make_unique<DomainTable>();
+    t->ns = ns;
+    t->selector = c.selector;
+    t->count_pods = !c.selector.nothing && !(legacy_empty_selector_ && c.selector.Empty());
+    t->column = GetColumn(s, c.topology_key);
+    t->missing_as_empty = missing_as_empty;
+    t->last_used = epoch_;
+    std::vector<const DomainColumn*> required;
+    for (const std::string& k : required_keys) required.push_back(GetColumn(s, k));
+    const int32_t num_domains = t->column->num_domains;
+    t->eligible.assign(n_, 0);
+    t->eligible_nodes.assign(num_domains, 0);
+    t->counts.host.assign(num_domains, 0);
+    for (NodeIndex n = 0; n < n_; ++n) {
+      bool ok = t->DomainOf(n) >= 0;
+      for (const DomainColumn* col : required) ok = ok && col->dom.host[n] >= 0;
+      if (ok && c.affinity_honored) ok = ctx.PlacementMask()[n];
+      if (ok && c.taints_honored) ok = ctx.TaintMask()[n];
+      if (!ok) continue;
+      t->eligible[n] = 1;
+      ++t->eligible_nodes[t->DomainOf(n)];
+    }
+    if (t->count_pods) {
+      auto pods = pods_by_ns_.find(ns);
+      if (pods != pods_by_ns_.end()) {
+        for (const PodRef& r : pods->second) {
+          if (t->eligible[r.node] && t->selector.Matches(r.pod->meta.labels)) ++t->counts.host[t->DomainOf(r.node)];
+        }
+      }
+    }
+    t->RecomputeMin();
+    t->counts.Upload();
+    Evict(tables_, kMaxDomainTables);
+    return (tables_[key] = std::move(t)).get();
+  }
+
+  NodeCountTable* GetNodeTable(const std::string& ns, const PodSelector& selector) {
+    std::string key = std::to_string(ns.size()) + ":" + ns + selector.Key();
+    auto it = node_tables_.find(key);
+    if (it != node_tables_.end()) {
+      it->second->last_used = epoch_;
+      return it->second.get();
+    }
+    auto t = std::make_unique<NodeCountTable>();
+    t->ns = ns;
+    t->selector = selector;
+    t->count_pods = !selector.nothing && !(legacy_empty_selector_ && selector.Empty());
+    t->last_used = epoch_;
+    t->counts.host.assign(n_, 0);
+    auto pods = pods_by_ns_.find(ns);
+    if (t->count_pods && pods != pods_by_ns_.end()) {
+      for (const PodRef& r : pods->second) {
+        if (selector.Matches(r.pod->meta.labels)) ++t->counts.host[r.node];
+      }
+    }
+    t->counts.Upload();
+    Evict(node_tables_, kMaxNodeCountTables);
+    return (node_tables_[key] = std::move(t)).get();
+  }
+
+  // Drops the least recently used table once the cache is full, sparing tables the
+  // current pod already holds (used in this phase or the one before).
+  template <typename Map>
+  void Evict(Map& map, size_t cap) {
+    if (map.size() < cap) return;
+    auto victim = map.end();
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      if (it->second->last_used + 1 >= epoch_) continue;
+      if (victim == map.end() || it->second->last_used < victim->second->last_used) victim = it;
+    }
+    if (victim != map.end()) map.erase(victim);
+  }
+
+  // |V_i| of §6: distinct domains among the kept candidates.
+  int64_t DistinctDomains(const DomainTable& t, const std::vector<NodeIndex>& kept) {
+    seen_.assign(t.column->num_domains, 0);
+    int64_t size = 0;
+    for (NodeIndex n : kept) {
+      int32_t d = t.DomainOf(n);
+      if (d < 0 || seen_[d]) continue;
+      seen_[d] = 1;
+      ++size;
+    }
+    return size;
+  }
+
+  bool system_defaulted_;
+  bool node_inclusion_, match_label_keys_, comparison_operators_, legacy_empty_selector_;
+  std::vector<TopologySpreadConstraint> defaults_;
+  int32_t n_ = 0;
+  uint64_t epoch_ = 1;
+  std::unordered_map<std::string, std::unique_ptr<DomainColumn>> columns_;
+  std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
+  std::unordered_map<std::string, std::unique_ptr<NodeCountTable>> node_tables_;
+  std::unordered_map<std::string, std::vector<PodRef>> pods_by_ns_;
+  std::deque<Pod> owned_pods_;
+  std::vector<uint8_t> seen_;
+  SpreadFilterParams filter_{0, nullptr, 0};
+  vector<SpreadFilterConstraint> filter_dev_;
+  SpreadScoreParams score_{0, 0, nullptr};
+  vector<SpreadScoreConstraint> score_dev_;
+  vector<uint8_t> ignored_;
+};
+
+KPLACE_REGISTER_ENGINE_PLUGIN(PodTopologySpread, PodTopologySpread);
+
+}  // namespace
+}  // namespace kplace::KPLACE_BACKEND_NS
