@@ -4,6 +4,7 @@
 #include <map>
 
 #include "kernels/backend.cuh"
+#include "kernels/plugins/resource_columns.cuh"
 #include "kplace/model/requests.h"
 #include "kplace/plugins/node_resources_fit.h"
 
@@ -28,100 +29,6 @@ struct FitScoreFn {
   FitNodeView v;
   FitScoreParams p;
   KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::FitScoreNode(v, p, i); }
-};
-
-/** The resource columns shared by NodeResourcesFit and BalancedAllocation. */
-class ResourceColumns {
- public:
-  void Build(const Snapshot& s) {
-    n_ = s.num_nodes();
-    pod_level_ = s.gates().Enabled("PodLevelResources");
-    for (Column<int64_t>* c : {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_, &req_mem_,
-                               &req_eph_, &nz_cpu_, &nz_mem_, &pod_count_}) {
-      c->host.assign(n_, 0);
-    }
-    std::vector<NodeResources> nodes(n_);
-    for (NodeIndex i = 0; i < n_; ++i) {
-      nodes[i] = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
-      for (const auto& [name, v] : nodes[i].allocatable.scalars) SlotOf(name);
-      for (const auto& [name, v] : nodes[i].requested.scalars) SlotOf(name);
-    }
-    alloc_scalar_.host.assign(static_cast<size_t>(slots_.size()) * n_, 0);
-    req_scalar_.host.assign(alloc_scalar_.host.size(), 0);
-    for (NodeIndex i = 0; i < n_; ++i) SetNode(i, nodes[i], /*upload=*/false);
-    for (Column<int64_t>* c : All()) c->Upload();
-  }
-
-  /** Adds a bound pod's requests to its node. */
-  void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
-    for (const auto& [name, v] : r.requested.scalars) {
-      if (!slots_.count(name)) {  // a scalar no node had: grow the columns
-        Rebuild(s);
-        return;
-      }
-    }
-    SetNode(i, r, /*upload=*/true);
-  }
-
-  /** Column slot of a scalar resource, or -1 when no node has it. */
-  int32_t FindSlot(const std::string& name) const {
-    auto it = slots_.find(name);
-    return it == slots_.end() ? -1 : it->second;
-  }
-
-  FitNodeView View() const {
-    return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
-                       req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
-                       pod_count_.ptr(), alloc_scalar_.ptr(), req_scalar_.ptr()};
-  }
-  bool pod_level() const { return pod_level_; }
-
- private:
-  std::vector<Column<int64_t>*> All() {
-    return {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_,  &req_mem_,
-            &req_eph_,   &nz_cpu_,    &nz_mem_,    &pod_count_,  &alloc_scalar_, &req_scalar_};
-  }
-  int32_t SlotOf(const std::string& name) {
-    auto [it, inserted] = slots_.emplace(name, static_cast<int32_t>(slots_.size()));
-    return it->second;
-  }
-  void Rebuild(const Snapshot& s) {
-    slots_.clear();
-    Build(s);
-  }
-  void SetNode(NodeIndex i, const NodeResources& r, bool upload) {
-    auto set = [&](Column<int64_t>& c, size_t k, int64_t v) {
-      if (upload) {
-        if (c.host[k] != v) c.Set(k, v);
-      } else {
-        c.host[k] = v;
-      }
-    };
-    set(alloc_cpu_, i, r.allocatable.milli_cpu);
-    set(alloc_mem_, i, r.allocatable.memory);
-    set(alloc_eph_, i, r.allocatable.ephemeral_storage);
-    set(alloc_pods_, i, r.allocatable.allowed_pods);
-    set(req_cpu_, i, r.requested.milli_cpu);
-    set(req_mem_, i, r.requested.memory);
-    set(req_eph_, i, r.requested.ephemeral_storage);
-    set(nz_cpu_, i, r.non_zero_milli_cpu);
-    set(nz_mem_, i, r.non_zero_memory);
-    set(pod_count_, i, r.pod_count);
-    for (const auto& [name, slot] : slots_) {
-      size_t k = static_cast<size_t>(slot) * n_ + i;
-      auto a = r.allocatable.scalars.find(name);
-      auto q = r.requested.scalars.find(name);
-      set(alloc_scalar_, k, a == r.allocatable.scalars.end() ? 0 : a->second);
-      set(req_scalar_, k, q == r.requested.scalars.end() ? 0 : q->second);
-    }
-  }
-
-  int32_t n_ = 0;
-  bool pod_level_ = true;
-  std::map<std::string, int32_t> slots_;
-  Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
-      nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
 };
 
 class NodeResourcesFit final : public engine::Plugin {

@@ -1,0 +1,56 @@
+#pragma once
+// NodeResourcesBalancedAllocation: the per-node Score both backends run, over
+// NodeResourcesFit's resource columns. v1.37 scores the change in balance:
+// 50 + (50 + B(with pod) - B(without pod)) / 2 (noderesources.md §9, spec README). Host-safe.
+#include <cmath>
+#include <cstdint>
+
+#include "kplace/common/host_device.h"
+#include "kplace/framework/types.h"
+#include "kplace/plugins/node_resources_fit.h"
+
+namespace kplace::plugins {
+
+/** The configured resources with the pod's raw requests; use_non_zero is false. */
+struct BalancedParams {
+  FitScoreParams fit;
+};
+
+/** B(x) of §9.2 over `n` fractions already clipped to 1: trunc((1 - std) * 100). */
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreOf(const double* f, int32_t n) {
+  double std_dev = 0;
+  if (n == 2) {
+    std_dev = fabs((f[0] - f[1]) / 2);
+  } else if (n > 2) {
+    double total = 0;
+    for (int32_t k = 0; k < n; ++k) total += f[k];
+    double mean = total / static_cast<double>(n);
+    double sum = 0;
+    for (int32_t k = 0; k < n; ++k) sum = sum + (f[k] - mean) * (f[k] - mean);
+    std_dev = sqrt(sum / static_cast<double>(n));
+  }
+  return static_cast<int64_t>((1 - std_dev) * static_cast<double>(kMaxNodeScore));
+}
+
+KPLACE_HOST_DEVICE inline double BalancedFraction(int64_t q, int64_t a) {
+  double f = static_cast<double>(q) / static_cast<double>(a);
+  return f > 1 ? 1 : f;
+}
+
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
+  double with_pod[kMaxScoringResources], without_pod[kMaxScoringResources];
+  int32_t n = 0;
+  for (int32_t k = 0; k < p.fit.num_resources; ++k) {
+    const FitScoreResource& r = p.fit.resources[k];
+    int64_t a, q;
+    FitAllocatedAndRequested(v, p.fit, r, i, &a, &q);
+    if (a == 0) continue;
+    with_pod[n] = BalancedFraction(q, a);
+    without_pod[n] = BalancedFraction(q - r.pod_request, a);
+    ++n;
+  }
+  const int64_t half = kMaxNodeScore / 2;
+  return half + (half + BalancedScoreOf(with_pod, n) - BalancedScoreOf(without_pod, n)) / 2;
+}
+
+}  // namespace kplace::plugins

@@ -1,0 +1,152 @@
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "kplace/config/profile.h"
+#include "kplace/engine/framework.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/single_plugin_calls.h"
+
+namespace kplace {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+
+const std::string kName = "NodeResourcesBalancedAllocation";
+const std::vector<std::string> kBa = {kName};
+
+// Raw scores on both sides, which must agree (no NormalizeScore).
+std::vector<int64_t> Scores(const ObjectSet& cluster, const Pod& pod, const PluginArgs& args = {}) {
+  auto e = testing::RunEngine(engine::Backend::kOmp, cluster, pod, kBa, args);
+  auto r = testing::RunReference(cluster, pod, kBa, args);
+  EXPECT_EQ(testing::Diff(e, r), "");
+  EXPECT_EQ(e.raw[0], e.normalized[0]);
+  return e.raw[0];
+}
+
+TEST(NodeResourcesBalancedAllocationTest, WorkedExampleScoresTheChangeInBalance) {
+  // conformance/pipeline: B(with)/B(without) = 93/100, 93/100, 81/75 -> 71, 71, 78.
+  ObjectSet c;
+  for (const char* n : {"node1", "node2", "node3"}) {
+    c.nodes.push_back(MakeNode(n, {{"cpu", "4000m"}, {"memory", "8000Mi"}, {"pods", "110"}}));
+  }
+  c.pods.push_back(MakePod("a1", {{"cpu", "500m"}, {"memory", "2000Mi"}}, "node1"));
+  c.pods.push_back(MakePod("f1", {{"cpu", "1500m"}, {"memory", "2000Mi"}}, "node1"));
+  c.pods.push_back(MakePod("f2", {{"cpu", "1000m"}, {"memory", "2000Mi"}}, "node2"));
+  c.pods.push_back(MakePod("f3", {{"cpu", "3000m"}, {"memory", "2000Mi"}}, "node3"));
+  EXPECT_EQ(Scores(c, MakePod("p", {{"cpu", "500m"}, {"memory", "2000Mi"}})), (std::vector<int64_t>{71, 71, 78}));
+}
+
+TEST(NodeResourcesBalancedAllocationTest, Formula) {
+  ObjectSet c;
+  c.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "10000"}, {"pods", "32"}}));
+  // with: 0.75 / 0.5 -> std 0.125 -> 87; without: 0 / 0 -> 100; 50 + (50 + 87 - 100) / 2 = 68.
+  EXPECT_EQ(Scores(c, MakePod("p", {{"cpu", "3"}, {"memory", "5000"}})), (std::vector<int64_t>{68}));
+  // A pod that restores balance scores above 75.
+  c.pods.push_back(MakePod("e", {{"cpu", "2"}}, "n0"));
+  EXPECT_EQ(Scores(c, MakePod("p", {{"memory", "5000"}})), (std::vector<int64_t>{87}));
+  // Over-commitment clips the fraction at 1: with 1 / 1 -> 100, without 0.5 / 0 -> 75.
+  EXPECT_EQ(Scores(c, MakePod("p", {{"cpu", "9"}, {"memory", "20000"}})), (std::vector<int64_t>{87}));
+
+  // Three resources use the population standard deviation.
+  ObjectSet g;
+  g.nodes.push_back(MakeNode("n0", {{"cpu", "3500m"}, {"memory", "8000"}, {"example.com/gpu", "4"}, {"pods", "32"}}));
+  PluginArgs args;
+  args.balanced_allocation.resources = {{"cpu", 1}, {"memory", 1}, {"example.com/gpu", 1}};
+  // with: 3000/3500, 1000/8000, 2/4 -> std 0.2989 -> 70; without: 0 / 0 / 0 -> 100 -> 60.
+  EXPECT_EQ(Scores(g, MakePod("p", {{"cpu", "3"}, {"memory", "1000"}, {"example.com/gpu", "2"}}), args),
+            (std::vector<int64_t>{60}));
+  // A scalar the pod does not request is left out: cpu and memory only.
+  EXPECT_EQ(Scores(g, MakePod("p", {{"cpu", "3"}, {"memory", "1000"}}), args), Scores(g, MakePod("p", {{"cpu", "3"}, {"memory", "1000"}})));
+}
+
+TEST(NodeResourcesBalancedAllocationTest, SkippedResourcesAndBestEffortPods) {
+  ObjectSet c;
+  c.nodes.push_back(MakeNode("n0", {{"pods", "32"}}));  // nothing allocatable: every resource skipped
+  EXPECT_EQ(Scores(c, MakePod("p", {{"cpu", "1"}})), (std::vector<int64_t>{75}));
+  auto both = [&](const Pod& pod, const PluginArgs& args = {}) {
+    PluginStatus e = testing::EnginePreScore(kName, c, pod, args);
+    EXPECT_EQ(e, testing::ReferencePreScore(kName, c, pod, args));
+    return e;
+  };
+  EXPECT_TRUE(both(MakePod("p", {})).IsSkip());
+  EXPECT_TRUE(both(MakePod("p", {{"example.com/gpu", "1"}})).IsSkip());  // not configured
+  EXPECT_TRUE(both(MakePod("p", {{"memory", "1"}})).IsSuccess());
+  Pod no_containers = MakePod("p", {});
+  no_containers.containers.clear();
+  EXPECT_TRUE(both(no_containers).IsSkip());
+  PluginArgs gpu;
+  gpu.balanced_allocation.resources = {{"example.com/gpu", 1}};
+  EXPECT_TRUE(both(MakePod("p", {{"example.com/gpu", "1"}}), gpu).IsSuccess());
+}
+
+TEST(NodeResourcesBalancedAllocationTest, ColumnsFollowBindings) {
+  ObjectSet c;
+  c.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"example.com/gpu", "2"}, {"pods", "32"}}));
+  c.nodes.push_back(MakeNode("n1", {{"cpu", "8"}, {"memory", "4Gi"}, {"pods", "32"}}));
+  PluginArgs args;
+  args.balanced_allocation.resources = {{"cpu", 1}, {"memory", 1}, {"example.com/gpu", 1}, {"vendor.io/fpga", 1}};
+  Profile profile = SinglePluginsProfile(kBa);
+  profile.args = args;
+  std::string error;
+  auto fw = engine::Framework::Create(engine::Backend::kOmp, profile, {}, &error);
+  ASSERT_NE(fw, nullptr) << error;
+  engine::Snapshot snapshot(c, {});
+  fw->Prepare(snapshot);
+  ObjectSet bound = c;
+  const std::vector<Pod> binds = {MakePod("b0", {{"cpu", "1"}, {"memory", "1Gi"}, {"example.com/gpu", "1"}}),
+                                  MakePod("b1", {{"cpu", "3"}, {"vendor.io/fpga", "1"}}),  // a scalar no node has
+                                  MakePod("b2", {{"memory", "3Gi"}})};
+  const Pod probe = MakePod("p", {{"cpu", "500m"}, {"memory", "1Gi"}, {"example.com/gpu", "1"}});
+  for (size_t k = 0; k < binds.size(); ++k) {
+    engine::NodeIndex target = static_cast<engine::NodeIndex>(k % 2);
+    const Pod& recorded = snapshot.Bind(binds[k], target);
+    fw->Bind(recorded, target);
+    bound.pods.push_back(recorded);
+    fw->PreFilter(probe);
+    engine::ScoreResult got = fw->Score({0, 1});
+    EXPECT_EQ(got.raw[0], Scores(bound, probe, args)) << "after bind " << k;
+  }
+}
+
+TEST(NodeResourcesBalancedAllocationTest, EngineMatchesReferenceOnRandomPairs) {
+  std::mt19937_64 rng(7777);
+  auto pick = [&](std::vector<std::string> v) { return v[rng() % v.size()]; };
+  ObjectSet c;
+  for (int i = 0; i < 80; ++i) {
+    std::map<std::string, std::string> alloc = {{"cpu", pick({"0", "500m", "1", "3", "16"})},
+                                                {"memory", pick({"0", "512Mi", "1Gi", "7Gi", "10000"})},
+                                                {"pods", "110"}};
+    if (rng() % 3 == 0) alloc["example.com/gpu"] = pick({"0", "1", "8"});
+    if (rng() % 4 == 0) alloc["ephemeral-storage"] = pick({"1Gi", "10Gi"});
+    c.nodes.push_back(MakeNode("n" + std::to_string(i), alloc));
+    for (int k = rng() % 4; k > 0; --k) {
+      std::map<std::string, std::string> req = {{"cpu", pick({"0", "100m", "1", "3"})}, {"memory", pick({"1Mi", "1Gi"})}};
+      if (rng() % 3 == 0) req["example.com/gpu"] = "1";
+      c.pods.push_back(MakePod("e" + std::to_string(i) + "-" + std::to_string(k), req, "n" + std::to_string(i)));
+    }
+  }
+  for (int variant = 0; variant < 3; ++variant) {
+    PluginArgs args;
+    if (variant == 1) args.balanced_allocation.resources = {{"cpu", 1}, {"memory", 1}, {"example.com/gpu", 1}};
+    if (variant == 2) {
+      args.balanced_allocation.resources = {{"ephemeral-storage", 1}, {"cpu", 1}, {"example.com/gpu", 1}, {"memory", 1}};
+    }
+    for (int j = 0; j < 80; ++j) {
+      std::map<std::string, std::string> req;
+      if (rng() % 4) req["cpu"] = pick({"0", "1m", "100m", "1", "2500m"});
+      if (rng() % 4) req["memory"] = pick({"0", "1", "100Mi", "2Gi"});
+      if (rng() % 3 == 0) req["example.com/gpu"] = pick({"0", "1", "2"});
+      if (rng() % 5 == 0) req["ephemeral-storage"] = pick({"1", "5Gi"});
+      Pod pod = MakePod("p" + std::to_string(j), req);
+      auto e = testing::RunEngine(engine::Backend::kOmp, c, pod, kBa, args);
+      auto r = testing::RunReference(c, pod, kBa, args);
+      ASSERT_EQ(testing::Diff(e, r), "") << "variant " << variant << " pod " << j;
+      ASSERT_EQ(testing::EnginePreScore(kName, c, pod, args), testing::ReferencePreScore(kName, c, pod, args));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kplace
