@@ -1,0 +1,80 @@
+#pragma once
+// The host-side scheduling cycle: queue order, profiles, zone round-robin node order with
+// a moving start index, numFeasibleNodesToFind, scoring, tie-breaking and binding, on the
+// engine (a backend) or on the scalar reference.
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kplace/config/config.h"
+#include "kplace/engine/plugin.h"
+#include "kplace/framework/types.h"
+#include "kplace/model/objects.h"
+
+namespace kplace::cycle {
+
+enum class TieBreak { kHeap, kRandom };
+
+struct Options {
+  bool reference = false;  // the scalar reference instead of the engine
+  engine::Backend backend = engine::Backend::kOmp;
+  TieBreak tie_break = TieBreak::kHeap;
+  uint64_t seed = 1;
+  FeatureGates gates;
+  bool explain = false;  // keep per-plugin verdicts and scores of every cycle
+};
+
+/** Per-node details of one cycle, for `kplace explain`. */
+struct NodeExplanation {
+  std::string node;
+  std::string filter_plugin;  // first rejecting plugin, "" when feasible or not visited
+  PluginStatus filter;        // its status
+  bool visited = false;
+  bool scored = false;
+  std::vector<int64_t> raw, normalized, weighted;  // per score plugin of the profile
+  int64_t total = 0;
+};
+
+struct Explanation {
+  std::vector<std::string> score_plugins;
+  std::vector<int64_t> weights;
+  std::vector<bool> score_skipped;
+  std::vector<NodeExplanation> nodes;  // in scan order as visited
+};
+
+struct Placement {
+  std::string pod;   // namespace/name
+  std::string node;  // "" when not placed
+  Code code = Code::kSuccess;
+  std::string message;  // FitError text or the error
+  int32_t feasible = 0;  // feasible nodes found
+  int64_t score = 0;     // total score of the chosen node (0 when not scored)
+  std::shared_ptr<Explanation> explanation;  // when Options::explain
+};
+
+class Scheduler {
+ public:
+  /** @brief Builds the scheduler over `cluster` (nodes, bound pods, namespaces, workloads).
+   *  The ObjectSet must outlive the scheduler.
+   *  @return InvalidArgument when a profile's plugin is unknown or not built. */
+  static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const ObjectSet& cluster, const SchedulerConfig& config,
+                                                           const Options& options);
+  virtual ~Scheduler() = default;
+
+  /** One scheduling cycle; a placed pod is bound before this returns. */
+  virtual Placement Schedule(const Pod& pod) = 0;
+  /** Schedules `pending` in PrioritySort order (priority, then creation time, then input
+   *  order); results come back in that order. */
+  std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending);
+  virtual int32_t next_start_index() const = 0;
+  /** Node names in scan (zone round-robin) order. */
+  virtual std::vector<std::string> NodeOrder() const = 0;
+};
+
+/** PrioritySort order of `pods`: indices sorted by priority desc, creation asc, input order. */
+std::vector<size_t> QueueOrder(const std::vector<Pod>& pods);
+
+}  // namespace kplace::cycle

@@ -1,0 +1,106 @@
+#include "kplace/cycle/node_order.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace kplace::cycle {
+namespace {
+
+std::string LabelOr(const Node& node, const char* beta, const char* ga) {
+  auto it = node.meta.labels.find(beta);
+  if (it != node.meta.labels.end()) return it->second;  // presence of the key decides
+  it = node.meta.labels.find(ga);
+  return it == node.meta.labels.end() ? "" : it->second;
+}
+
+}  // namespace
+
+std::string ZoneKey(const Node& node) {
+  std::string zone = LabelOr(node, "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone");
+  std::string region = LabelOr(node, "failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region");
+  if (region.empty() && zone.empty()) return "";
+  return region + std::string(":\x00:", 3) + zone;
+}
+
+std::vector<int32_t> ZoneRoundRobinOrder(const std::vector<const Node*>& nodes) {
+  std::vector<std::vector<int32_t>> zones;
+  std::unordered_map<std::string, size_t> zone_index;
+  std::unordered_map<std::string, bool> seen;
+  for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
+    if (seen[nodes[i]->meta.name]) continue;  // the tree ignores a repeated add
+    seen[nodes[i]->meta.name] = true;
+    auto [it, inserted] = zone_index.emplace(ZoneKey(*nodes[i]), zones.size());
+    if (inserted) zones.emplace_back();
+    zones[it->second].push_back(i);
+  }
+  std::vector<int32_t> out;
+  out.reserve(nodes.size());
+  for (size_t round = 0; out.size() < seen.size(); ++round) {
+    for (const auto& z : zones) {
+      if (round < z.size()) out.push_back(z[round]);
+    }
+  }
+  return out;
+}
+
+int32_t NumFeasibleNodesToFind(int32_t percentage, int32_t num_candidates) {
+  constexpr int32_t kMinFeasibleNodesToFind = 100;
+  constexpr int32_t kMinFeasibleNodesPercentageToFind = 5;
+  if (num_candidates < kMinFeasibleNodesToFind) return num_candidates;
+  int32_t pct = percentage;
+  if (pct == 0) pct = std::max(kMinFeasibleNodesPercentageToFind, 50 - num_candidates / 125);
+  int32_t n = static_cast<int32_t>(static_cast<int64_t>(num_candidates) * pct / 100);
+  return std::max(n, kMinFeasibleNodesToFind);
+}
+
+size_t SelectHostHeap(const std::vector<int64_t>& totals) {
+  const size_t n = totals.size();
+  if (n == 0) return 0;
+  std::vector<size_t> heap(n);
+  for (size_t i = 0; i < n; ++i) heap[i] = i;
+  auto better = [&](size_t a, size_t b) { return totals[heap[a]] > totals[heap[b]]; };
+  auto sift = [&](size_t i, size_t len) {
+    while (true) {
+      size_t l = 2 * i + 1;
+      if (l >= len) return;
+      size_t c = l;
+      if (l + 1 < len && better(l + 1, l)) c = l + 1;  // the right child only when strictly better
+      if (!better(c, i)) return;
+      std::swap(heap[i], heap[c]);
+      i = c;
+    }
+  };
+  for (size_t i = n / 2; i-- > 0;) sift(i, n);
+  // pop: the root is swapped to the end and returned.
+  return heap[0];
+}
+
+size_t SelectHostRandom(const std::vector<int64_t>& totals, std::mt19937_64& rng) {
+  size_t chosen = 0;
+  int64_t count = 0;
+  for (size_t i = 0; i < totals.size(); ++i) {
+    if (i == 0 || totals[i] > totals[chosen]) {
+      chosen = i;
+      count = 1;
+    } else if (totals[i] == totals[chosen]) {
+      ++count;
+      if (std::uniform_int_distribution<int64_t>(0, count - 1)(rng) == 0) chosen = i;
+    }
+  }
+  return chosen;
+}
+
+std::string FitErrorMessage(int32_t num_all_nodes, const std::string& pre_filter_message,
+                            const std::map<std::string, int64_t>& reason_counts) {
+  std::string msg = "0/" + std::to_string(num_all_nodes) + " nodes are available:";
+  if (!pre_filter_message.empty()) return msg + " " + pre_filter_message + ".";
+  std::vector<std::string> items;
+  for (const auto& [reason, count] : reason_counts) items.push_back(std::to_string(count) + " " + reason);
+  std::sort(items.begin(), items.end());
+  if (items.empty()) return msg;
+  msg += " ";
+  for (size_t i = 0; i < items.size(); ++i) msg += (i ? ", " : "") + items[i];
+  return msg + ".";
+}
+
+}  // namespace kplace::cycle

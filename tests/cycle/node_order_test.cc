@@ -1,0 +1,95 @@
+#include "kplace/cycle/node_order.h"
+
+#include <gtest/gtest.h>
+
+namespace kplace::cycle {
+namespace {
+
+Node ZonedNode(const std::string& name, const std::string& zone) {
+  Node n;
+  n.meta.name = name;
+  if (!zone.empty()) n.meta.labels["topology.kubernetes.io/zone"] = zone;
+  return n;
+}
+
+std::vector<std::string> Names(const std::vector<Node>& nodes, const std::vector<int32_t>& order) {
+  std::vector<std::string> out;
+  for (int32_t i : order) out.push_back(nodes[i].meta.name);
+  return out;
+}
+
+TEST(NodeOrderTest, ZoneRoundRobinOfUnevenZones) {
+  // zone1 has 4 nodes and zone2 has 2: n1, n5, n2, n6, n3, n4.
+  std::vector<Node> nodes = {ZonedNode("n1", "z1"), ZonedNode("n2", "z1"), ZonedNode("n3", "z1"),
+                             ZonedNode("n4", "z1"), ZonedNode("n5", "z2"), ZonedNode("n6", "z2")};
+  std::vector<const Node*> ptrs;
+  for (const Node& n : nodes) ptrs.push_back(&n);
+  EXPECT_EQ(Names(nodes, ZoneRoundRobinOrder(ptrs)),
+            (std::vector<std::string>{"n1", "n5", "n2", "n6", "n3", "n4"}));
+}
+
+TEST(NodeOrderTest, SpecWorkedExampleInterleavedInsertion) {
+  std::vector<Node> nodes = {ZonedNode("a1", "z1"), ZonedNode("a2", "z1"), ZonedNode("b1", "z2"),
+                             ZonedNode("a3", "z1"), ZonedNode("b2", "z2"), ZonedNode("a4", "z1")};
+  std::vector<const Node*> ptrs;
+  for (const Node& n : nodes) ptrs.push_back(&n);
+  EXPECT_EQ(Names(nodes, ZoneRoundRobinOrder(ptrs)),
+            (std::vector<std::string>{"a1", "b1", "a2", "b2", "a3", "a4"}));
+}
+
+TEST(NodeOrderTest, ZoneKeyPrefersBetaLabelsByPresence) {
+  Node n = ZonedNode("n", "ga-zone");
+  n.meta.labels["failure-domain.beta.kubernetes.io/zone"] = "";
+  n.meta.labels["topology.kubernetes.io/region"] = "r";
+  EXPECT_EQ(ZoneKey(n), std::string("r:\x00:", 4));
+  EXPECT_EQ(ZoneKey(ZonedNode("m", "")), "");
+}
+
+TEST(NodeOrderTest, NumFeasibleNodesToFind) {
+  struct Case { int32_t pct, m, want; };
+  const Case cases[] = {
+      {0, 50, 50},     {0, 99, 99},      {0, 100, 100},   {0, 200, 100},    {0, 500, 230},
+      {0, 1000, 420},  {0, 2000, 680},   {0, 5000, 500},  {0, 5124, 512},   {0, 5125, 461},
+      {0, 5625, 281},  {0, 10000, 500},  {0, 20000, 1000}, {0, 100000, 5000}, {30, 5000, 1500},
+      {100, 5000, 5000}, {1, 5000, 100}, {30, 50, 50},   {50, 20000, 10000},
+  };
+  for (const Case& c : cases) EXPECT_EQ(NumFeasibleNodesToFind(c.pct, c.m), c.want) << c.pct << " " << c.m;
+}
+
+TEST(NodeOrderTest, HeapSelectionMatchesGoContainerHeap) {
+  // [3, 5a, 5b]: the right child is taken only when strictly better, so 5a wins.
+  EXPECT_EQ(SelectHostHeap({3, 5, 5}), 1u);
+  EXPECT_EQ(SelectHostHeap({7, 7, 7, 7}), 0u);
+  EXPECT_EQ(SelectHostHeap({1, 2, 3, 4, 5}), 4u);
+  EXPECT_EQ(SelectHostHeap({9}), 0u);
+  // Heapify can lift a later equal maximum: [1, 9, 2, 9, 9] sifts index 1 (9 vs children 9,9:
+  // not strictly better, stays), then the root swaps with its left child.
+  EXPECT_EQ(SelectHostHeap({1, 9, 2, 9, 9}), 1u);
+  EXPECT_EQ(SelectHostHeap({1, 2, 9, 3, 4, 9, 9}), 2u);
+}
+
+TEST(NodeOrderTest, RandomTieBreakIsReproducibleAndUniformAmongMaxima) {
+  std::vector<int64_t> totals = {5, 9, 1, 9, 9, 3};
+  std::mt19937_64 a(7), b(7);
+  std::map<size_t, int> hits;
+  for (int i = 0; i < 3000; ++i) {
+    size_t x = SelectHostRandom(totals, a);
+    EXPECT_EQ(x, SelectHostRandom(totals, b));
+    ++hits[x];
+  }
+  EXPECT_EQ(hits.size(), 3u);
+  for (size_t i : {1u, 3u, 4u}) EXPECT_GT(hits[i], 850);
+}
+
+TEST(NodeOrderTest, FitErrorMessageSortsWholeItems) {
+  std::map<std::string, int64_t> counts = {{"Insufficient cpu", 10}, {"node(s) didn't match Pod's node affinity/selector", 9},
+                                           {"Too many pods", 1}};
+  EXPECT_EQ(FitErrorMessage(20, "", counts),
+            "0/20 nodes are available: 1 Too many pods, 10 Insufficient cpu, 9 node(s) didn't match Pod's node "
+            "affinity/selector.");
+  EXPECT_EQ(FitErrorMessage(3, "pod has unbound immediate PersistentVolumeClaims", {}),
+            "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.");
+}
+
+}  // namespace
+}  // namespace kplace::cycle

@@ -1,0 +1,103 @@
+#include "kplace/cycle/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/differential.h"
+
+namespace kplace::cycle {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+
+SchedulerConfig FitOnly(const std::string& strategy) {
+  SchedulerConfig config;
+  Profile p = SinglePluginsProfile({"NodeResourcesFit"});
+  p.args.node_resources_fit.strategy = strategy;
+  config.profiles.push_back(p);
+  return config;
+}
+
+std::vector<Options> BothSides() {
+  Options engine, reference;
+  reference.reference = true;
+  return {engine, reference};
+}
+
+TEST(SchedulerTest, LeastAllocatedSpreadsAndMostAllocatedPacks) {
+  ObjectSet cluster;
+  for (const char* n : {"node-a", "node-b", "node-c"}) {
+    cluster.nodes.push_back(MakeNode(n, {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
+  }
+  std::vector<Pod> pods;
+  for (int i = 0; i < 3; ++i) pods.push_back(MakePod("p" + std::to_string(i), {{"cpu", "1"}, {"memory", "1Gi"}}));
+  for (const Options& o : BothSides()) {
+    auto least = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
+    ASSERT_TRUE(least.ok()) << least.status();
+    std::set<std::string> nodes;
+    for (const Placement& p : (*least)->ScheduleAll(pods)) nodes.insert(p.node);
+    EXPECT_EQ(nodes.size(), 3u) << "reference=" << o.reference;
+
+    auto most = Scheduler::Create(cluster, FitOnly("MostAllocated"), o);
+    ASSERT_TRUE(most.ok());
+    nodes.clear();
+    for (const Placement& p : (*most)->ScheduleAll(pods)) nodes.insert(p.node);
+    EXPECT_EQ(nodes.size(), 1u) << "reference=" << o.reference;
+  }
+}
+
+TEST(SchedulerTest, TooBigPodGetsAggregatedMessage) {
+  ObjectSet cluster;
+  for (int i = 0; i < 5; ++i) {
+    cluster.nodes.push_back(MakeNode("n" + std::to_string(i), {{"cpu", i < 3 ? "2" : "8"}, {"memory", "1Gi"}, {"pods", "110"}}));
+  }
+  for (const Options& o : BothSides()) {
+    auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
+    ASSERT_TRUE(s.ok());
+    Placement p = (*s)->Schedule(MakePod("big", {{"cpu", "4"}, {"memory", "2Gi"}}));
+    EXPECT_EQ(p.node, "");
+    EXPECT_EQ(p.message, "0/5 nodes are available: 3 Insufficient cpu, 5 Insufficient memory.");
+  }
+}
+
+TEST(SchedulerTest, StartIndexRotatesToTheDroppedFeasibleNode) {
+  // 200 nodes, K = 100: the 101st feasible node is where the next pod's scan starts.
+  ObjectSet cluster;
+  for (int i = 0; i < 200; ++i) {
+    cluster.nodes.push_back(MakeNode("n" + std::to_string(i), {{"cpu", i < 10 ? "0" : "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
+  }
+  for (const Options& o : BothSides()) {
+    auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
+    ASSERT_TRUE(s.ok());
+    Placement p = (*s)->Schedule(MakePod("p", {{"cpu", "1"}}));
+    EXPECT_EQ(p.feasible, 100);
+    EXPECT_EQ((*s)->next_start_index(), 110);
+  }
+}
+
+TEST(SchedulerTest, UnknownSchedulerNameStaysPending) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
+  auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), Options{});
+  ASSERT_TRUE(s.ok());
+  Pod pod = MakePod("p", {});
+  pod.scheduler_name = "batch";
+  Placement p = (*s)->Schedule(pod);
+  EXPECT_EQ(p.node, "");
+  EXPECT_EQ(p.message, "no profile for schedulerName \"batch\"");
+}
+
+TEST(SchedulerTest, QueueOrderIsPriorityThenCreationThenInput) {
+  std::vector<Pod> pods(4);
+  pods[0].priority = 1;
+  pods[0].meta.creation_unix = 5;
+  pods[1].priority = 10;
+  pods[2].priority = 1;
+  pods[2].meta.creation_unix = 2;
+  pods[3].priority = 1;
+  pods[3].meta.creation_unix = 2;
+  EXPECT_EQ(QueueOrder(pods), (std::vector<size_t>{1, 2, 3, 0}));
+}
+
+}  // namespace
+}  // namespace kplace::cycle
