@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/differential.h"
+#include "tests/testing/taint_builders.h"
 
 namespace kplace {
 namespace {
@@ -56,9 +57,11 @@ TEST(NodeNameTest, EngineMatchesReferenceOnRandomPairs) {
     for (int j = 0; j < 20; ++j) {
       Pod pod = MakePod("p", {});
       if (rng() % 4) pod.node_name = "n" + std::to_string(rng() % (size + 3));
-      auto e = testing::RunEngine(engine::Backend::kOmp, cluster, pod, kNodeName);
       auto r = testing::RunReference(cluster, pod, kNodeName);
-      ASSERT_EQ(testing::Diff(e, r), "") << "size " << size << " pod " << j;
+      for (engine::Backend b : testing::TestBackends()) {
+        auto e = testing::RunEngine(b, cluster, pod, kNodeName);
+        ASSERT_EQ(testing::Diff(e, r), "") << engine::BackendName(b) << " size " << size << " pod " << j;
+      }
     }
   }
 }

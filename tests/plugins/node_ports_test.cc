@@ -150,16 +150,18 @@ TEST(NodePortsTest, EngineMatchesReferenceOnRandomPairs) {
     }
     for (int j = 0; j < 40; ++j) {
       Pod pod = MakePortPod("p" + std::to_string(j), RandomPorts(rng, 3));
-      auto e = testing::RunEngine(engine::Backend::kOmp, cluster, pod, kPorts);
       auto r = testing::RunReference(cluster, pod, kPorts);
-      ASSERT_EQ(testing::Diff(e, r), "") << "size " << size << " pod " << j;
+      for (engine::Backend b : testing::TestBackends()) {
+        auto e = testing::RunEngine(b, cluster, pod, kPorts);
+        ASSERT_EQ(testing::Diff(e, r), "") << engine::BackendName(b) << " size " << size << " pod " << j;
+      }
     }
   }
 }
 
 // Binds update the engine's columns in place (and re-lay them when a node runs out of
 // room); after every bind the engine must agree with a reference built from scratch.
-TEST(NodePortsTest, OnBindMatchesReferenceRebuiltFromScratch) {
+void CheckBindsOn(engine::Backend backend) {
   std::mt19937_64 rng(20261134);
   ObjectSet cluster;
   const int num_nodes = 33;
@@ -167,7 +169,7 @@ TEST(NodePortsTest, OnBindMatchesReferenceRebuiltFromScratch) {
   cluster.pods.push_back(MakePortPod("e0", {MakeHostPort(1000)}, "n0"));
   ObjectSet grown = cluster;  // the reference's view, growing with every bind
   std::string error;
-  auto fw = engine::Framework::Create(engine::Backend::kOmp, SinglePluginsProfile(kPorts), {}, &error);
+  auto fw = engine::Framework::Create(backend, SinglePluginsProfile(kPorts), {}, &error);
   ASSERT_TRUE(fw) << error;
   engine::Snapshot snapshot(cluster, {});
   fw->Prepare(snapshot);
@@ -190,6 +192,13 @@ TEST(NodePortsTest, OnBindMatchesReferenceRebuiltFromScratch) {
     const Pod& bound = snapshot.Bind(pod, node);
     fw->Bind(bound, node);
     grown.pods.push_back(bound);
+  }
+}
+
+TEST(NodePortsTest, OnBindMatchesReferenceRebuiltFromScratch) {
+  for (engine::Backend backend : testing::TestBackends()) {
+    SCOPED_TRACE(engine::BackendName(backend));
+    CheckBindsOn(backend);
   }
 }
 

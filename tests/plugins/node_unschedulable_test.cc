@@ -73,9 +73,11 @@ TEST(NodeUnschedulableTest, EngineMatchesReferenceOnRandomPairs) {
       Pod pod = MakeTolerantPod("p" + std::to_string(j), tolerations);
       FeatureGates gates;
       gates.overrides["TaintTolerationComparisonOperators"] = j % 2;
-      auto e = testing::RunEngine(engine::Backend::kOmp, cluster, pod, kUnschedulable, {}, gates);
       auto r = testing::RunReference(cluster, pod, kUnschedulable, {}, gates);
-      ASSERT_EQ(testing::Diff(e, r), "") << "size " << size << " pod " << j;
+      for (engine::Backend b : testing::TestBackends()) {
+        auto e = testing::RunEngine(b, cluster, pod, kUnschedulable, {}, gates);
+        ASSERT_EQ(testing::Diff(e, r), "") << engine::BackendName(b) << " size " << size << " pod " << j;
+      }
     }
   }
 }

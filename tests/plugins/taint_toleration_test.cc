@@ -237,9 +237,11 @@ TEST(TaintTolerationTest, EngineMatchesReferenceOnRandomPairs) {
       tolerations.push_back(MakeToleration("never-seen", "Equal", "never-seen", ""));
       Pod pod = MakeTolerantPod("p" + std::to_string(j), tolerations);
       FeatureGates gates = Comparison(j % 2 == 0);
-      auto e = testing::RunEngine(engine::Backend::kOmp, cluster, pod, kTaint, {}, gates);
       auto r = testing::RunReference(cluster, pod, kTaint, {}, gates);
-      ASSERT_EQ(testing::Diff(e, r), "") << "size " << size << " pod " << j;
+      for (engine::Backend b : testing::TestBackends()) {
+        auto e = testing::RunEngine(b, cluster, pod, kTaint, {}, gates);
+        ASSERT_EQ(testing::Diff(e, r), "") << engine::BackendName(b) << " size " << size << " pod " << j;
+      }
     }
   }
 }

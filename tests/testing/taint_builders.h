@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kplace/engine/framework.h"
 #include "kplace/model/objects.h"
 
 namespace kplace::testing {
@@ -59,6 +60,13 @@ inline Pod MakePortPod(const std::string& name, std::vector<ContainerPort> ports
   c.ports = std::move(ports);
   p.containers.push_back(std::move(c));
   return p;
+}
+
+/** The backends to run engine tests on: omp, plus cuda when a device is present. */
+inline std::vector<engine::Backend> TestBackends() {
+  std::vector<engine::Backend> out = {engine::Backend::kOmp};
+  if (engine::CudaAvailable()) out.push_back(engine::Backend::kCuda);
+  return out;
 }
 
 }  // namespace kplace::testing
