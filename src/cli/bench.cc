@@ -16,13 +16,13 @@ int RunBench(int argc, char** argv) {
               "reference in one process, checks that every placement is identical, and reports throughput\n"
               "(pods/s), per-pod latency and the engine/reference ratio. With no flags: SchedulingBasic on\n"
               "5,000 nodes (1,000 init pods, 1,000 measured pods).");
-  std::string workload = flags.String("workload", "SchedulingBasic", "built-in workload name or a workload YAML file");
-  int64_t nodes = flags.Int("nodes", 0, "override the workload's node count");
-  int64_t pods = flags.Int("pods", -1, "override the number of measured pods");
-  int64_t init_pods = flags.Int("init-pods", -1, "override the number of init pods (all init groups scaled)");
-  std::string backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
-  bool no_reference = flags.Bool("no-reference", "skip the reference run (no identity check, no ratio)");
-  bool list = flags.Bool("list", "list the built-in workloads and exit");
+  std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name or a workload YAML file");
+  int64_t& nodes = flags.Int("nodes", 0, "override the workload's node count");
+  int64_t& pods = flags.Int("pods", -1, "override the number of measured pods");
+  int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods (all init groups scaled)");
+  std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
+  bool& no_reference = flags.Bool("no-reference", "skip the reference run (no identity check, no ratio)");
+  bool& list = flags.Bool("list", "list the built-in workloads and exit");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
   if (list) {

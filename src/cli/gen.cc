@@ -32,18 +32,18 @@ int RunGen(int argc, char** argv) {
               "reproducible: nodes spread round-robin over regions and zones (topology.kubernetes.io/region,\n"
               "topology.kubernetes.io/zone, kubernetes.io/hostname), a mix of allocatable shapes, optional\n"
               "GPUs, taints, images and existing pods. Feed it to `kplace schedule --cluster`.");
-  int64_t nodes = flags.Int("nodes", 5000, "number of nodes");
-  int64_t regions = flags.Int("regions", 1, "number of regions");
-  int64_t zones = flags.Int("zones", 3, "zones per region");
-  int64_t pods = flags.Int("existing-pods", 0, "bound pods to place on random nodes");
-  int64_t pending = flags.Int("pending-pods", 0, "also write this many pending pods to --pending-output");
-  int64_t taint_pct = flags.Int("taint-percent", 0, "percent of nodes tainted dedicated=gpu:NoSchedule");
-  int64_t gpu_pct = flags.Int("gpu-percent", 0, "percent of nodes with nvidia.com/gpu: 8");
-  bool uniform = flags.Bool("uniform", "every node 4 cpu / 32Gi / 110 pods (scheduler_perf's default node)");
-  bool images = flags.Bool("images", "give nodes random images from a small catalogue");
-  int64_t seed = flags.Int("seed", 1, "random seed");
-  std::string output = flags.String("output", "-", "output file (- for stdout)");
-  std::string pending_output = flags.String("pending-output", "pending.json", "file for --pending-pods");
+  int64_t& nodes = flags.Int("nodes", 5000, "number of nodes");
+  int64_t& regions = flags.Int("regions", 1, "number of regions");
+  int64_t& zones = flags.Int("zones", 3, "zones per region");
+  int64_t& pods = flags.Int("existing-pods", 0, "bound pods to place on random nodes");
+  int64_t& pending = flags.Int("pending-pods", 0, "also write this many pending pods to --pending-output");
+  int64_t& taint_pct = flags.Int("taint-percent", 0, "percent of nodes tainted dedicated=gpu:NoSchedule");
+  int64_t& gpu_pct = flags.Int("gpu-percent", 0, "percent of nodes with nvidia.com/gpu: 8");
+  bool& uniform = flags.Bool("uniform", "every node 4 cpu / 32Gi / 110 pods (scheduler_perf's default node)");
+  bool& images = flags.Bool("images", "give nodes random images from a small catalogue");
+  int64_t& seed = flags.Int("seed", 1, "random seed");
+  std::string& output = flags.String("output", "-", "output file (- for stdout)");
+  std::string& pending_output = flags.String("pending-output", "pending.json", "file for --pending-pods");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   if (nodes < 0 || regions < 1 || zones < 1 || pods < 0 || pending < 0 || taint_pct < 0 || taint_pct > 100 ||
       gpu_pct < 0 || gpu_pct > 100) {
