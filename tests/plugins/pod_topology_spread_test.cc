@@ -68,10 +68,11 @@ Profile SpreadProfile(const PluginArgs& args) {
 /** The engine, kept across pods so that OnBind keeps its tables. */
 class EngineRun {
  public:
-  EngineRun(const ObjectSet& cluster, const PluginArgs& args, const FeatureGates& gates)
+  EngineRun(const ObjectSet& cluster, const PluginArgs& args, const FeatureGates& gates,
+            engine::Backend backend = engine::Backend::kOmp)
       : snapshot_(cluster, gates) {
     std::string error;
-    fw_ = engine::Framework::Create(engine::Backend::kOmp, SpreadProfile(args), gates, &error);
+    fw_ = engine::Framework::Create(backend, SpreadProfile(args), gates, &error);
     if (!fw_) throw std::runtime_error(error);
     fw_->Prepare(snapshot_);
   }
@@ -525,14 +526,13 @@ Pod RandomTemplate(std::mt19937& rng) {
   return p;
 }
 
-void RunDifferential(uint32_t seed, int num_nodes, int num_zones, int num_pods, int scheduled,
-                     const PluginArgs& args, const FeatureGates& gates = {}) {
-  SCOPED_TRACE("seed " + std::to_string(seed) + " nodes " + std::to_string(num_nodes));
+void RunDifferentialOn(engine::Backend backend, uint32_t seed, int num_nodes, int num_zones, int num_pods,
+                       int scheduled, const PluginArgs& args, const FeatureGates& gates) {
   std::mt19937 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   RandomCluster rc = MakeRandomCluster(rng, num_nodes, num_zones, num_pods);
   ObjectSet reference_objects = rc.objects;  // grows with binds; the engine's stays put
-  EngineRun engine(rc.objects, args, gates);
+  EngineRun engine(rc.objects, args, gates, backend);
   std::vector<Pod> templates;
   for (int i = 0; i < 6; ++i) templates.push_back(RandomTemplate(rng));
   const std::vector<std::string> apps = {"web", "db", "cache"};
@@ -570,12 +570,56 @@ void RunDifferential(uint32_t seed, int num_nodes, int num_zones, int num_pods, 
   }
 }
 
+/** The omp backend, and cuda when a device is present. */
+std::vector<engine::Backend> Backends() {
+  std::vector<engine::Backend> out = {engine::Backend::kOmp};
+  if (engine::CudaAvailable()) out.push_back(engine::Backend::kCuda);
+  return out;
+}
+
+void RunDifferential(uint32_t seed, int num_nodes, int num_zones, int num_pods, int scheduled,
+                     const PluginArgs& args, const FeatureGates& gates = {}) {
+  for (engine::Backend backend : Backends()) {
+    SCOPED_TRACE(std::string(engine::BackendName(backend)) + " seed " + std::to_string(seed) + " nodes " +
+                 std::to_string(num_nodes));
+    RunDifferentialOn(backend, seed, num_nodes, num_zones, num_pods, scheduled, args, gates);
+  }
+}
+
 TEST(PodTopologySpreadTest, RandomizedDifferentialWithBinds) {
   PluginArgs system;
   RunDifferential(1, 50, 3, 150, 60, system);
   RunDifferential(2, 200, 5, 600, 50, system);
   RunDifferential(3, 700, 10, 1500, 30, system);
   RunDifferential(4, 2000, 7, 3000, 15, system);
+}
+
+TEST(PodTopologySpreadTest, TableCacheEvictionStaysExact) {
+  // matchLabelKeys over a label with many values gives more distinct selectors than the
+  // cache holds; tables rebuilt after eviction must still see every earlier bind.
+  std::mt19937 rng(21);
+  RandomCluster rc = MakeRandomCluster(rng, 24, 3, 60);
+  ObjectSet reference_objects = rc.objects;
+  EngineRun engine(rc.objects, PluginArgs{}, FeatureGates{});
+  TopologySpreadConstraint hard = HardSpread(1, kZone, LabelSelector{});
+  hard.match_label_keys = {"hash"};
+  TopologySpreadConstraint soft = SoftSpread(1, kHost, LabelSelector{});
+  soft.match_label_keys = {"hash"};
+  TopologySpreadConstraint rack = SoftSpread(2, "rack", MatchExpression("app", "Exists"));
+  rack.match_label_keys = {"hash"};
+  for (int k = 0; k < 700; ++k) {
+    Pod pod = Incoming({hard, soft, rack}, {{"app", "web"}, {"hash", "h" + std::to_string((k * 7) % 330)}});
+    pod.meta.name = "p" + std::to_string(k);
+    std::vector<NodeIndex> all = AllNodes(rc.objects);
+    Outcome e = engine.Run(pod, all);
+    Outcome r = RunReference(reference_objects, pod, all, PluginArgs{}, FeatureGates{});
+    ASSERT_EQ(e.Diff(r), "") << "pod " << k;
+    NodeIndex node = static_cast<NodeIndex>(rng() % all.size());
+    Pod bound = pod;
+    bound.node_name = rc.objects.nodes[node].meta.name;
+    engine.Bind(bound, node);
+    reference_objects.pods.push_back(bound);
+  }
 }
 
 TEST(PodTopologySpreadTest, RandomizedDifferentialListDefaultsAndGates) {
