@@ -38,6 +38,60 @@ TEST(NodeResourcesBalancedAllocationTest, WorkedExampleScoresTheChangeInBalance)
   EXPECT_EQ(Scores(c, MakePod("p", {{"cpu", "500m"}, {"memory", "2000Mi"}})), (std::vector<int64_t>{71, 71, 78}));
 }
 
+// The v1.37 upstream table (balanced_allocation_test.go after kubernetes#135573), DRA rows
+// left out. Multi-container pods are folded into one container: raw requests just sum.
+TEST(NodeResourcesBalancedAllocationTest, UpstreamTable) {
+  const std::map<std::string, std::string> cpu_only = {{"cpu", "3000m"}, {"memory", "0"}};
+  const std::map<std::string, std::string> memory_only = {{"cpu", "0"}, {"memory", "5000"}};
+  const std::map<std::string, std::string> cpu_and_memory = {{"cpu", "3000m"}, {"memory", "5000"}};
+  const std::map<std::string, std::string> with_gpu = {{"cpu", "3000m"}, {"memory", "5000"}, {"nvidia.com/gpu", "3"}};
+  auto node = [](const char* name, const char* cpu, const char* mem, bool gpu = false) {
+    std::map<std::string, std::string> alloc = {{"cpu", cpu}, {"memory", mem}};
+    if (gpu) alloc["nvidia.com/gpu"] = "8";
+    return MakeNode(name, alloc);
+  };
+  PluginArgs gpu_args;
+  gpu_args.balanced_allocation.resources = {{"cpu", 1}, {"memory", 1}, {"nvidia.com/gpu", 1}};
+  struct Row {
+    const char* name;
+    std::vector<Node> nodes;
+    std::vector<Pod> pods;
+    Pod pod;
+    PluginArgs args;
+    std::vector<int64_t> want;
+  };
+  const std::vector<Row> rows = {
+      {"nothing scheduled, resources requested, differently sized nodes",
+       {node("node1", "4000m", "10000"), node("node2", "6000m", "10000")}, {}, MakePod("p", cpu_and_memory), {},
+       {68, 75}},
+      {"resources requested, pods scheduled with resources",
+       {node("node1", "10000m", "20000"), node("node2", "10000m", "20000")},
+       {MakePod("a", cpu_only, "node1"), MakePod("b", cpu_and_memory, "node2")}, MakePod("p", cpu_and_memory), {},
+       {73, 74}},
+      {"resources requested, pods scheduled with resources, differently sized nodes",
+       {node("node1", "10000m", "20000"), node("node2", "10000m", "50000")},
+       {MakePod("a", cpu_only, "node1"), MakePod("b", cpu_and_memory, "node2")}, MakePod("p", cpu_and_memory), {},
+       {73, 70}},
+      {"nodes to reach min/max score", {node("node1", "3000m", "5000"), node("node2", "3000m", "5000")},
+       {MakePod("a", cpu_only, "node1")}, MakePod("p", memory_only), {}, {100, 50}},
+      {"requested resources at node capacity", {node("node1", "6000m", "10000"), node("node2", "6000m", "10000")},
+       {MakePod("a", cpu_only, "node1"), MakePod("b", cpu_and_memory, "node2")}, MakePod("p", cpu_only), {},
+       {62, 62}},
+      {"include scalar resource", {node("node1", "3500m", "40000", true), node("node2", "3500m", "40000", true)},
+       {MakePod("a", cpu_and_memory, "node2"), MakePod("b", with_gpu, "node1")},
+       MakePod("p", {{"memory", "0"}, {"nvidia.com/gpu", "1"}}), gpu_args, {75, 76}},
+      {"node without the scalar resource skips it",
+       {node("node1", "3500m", "40000", true), node("node2", "3500m", "40000")}, {}, MakePod("p", cpu_and_memory),
+       gpu_args, {56, 56}},
+  };
+  for (const Row& row : rows) {
+    ObjectSet c;
+    c.nodes = row.nodes;
+    c.pods = row.pods;
+    EXPECT_EQ(Scores(c, row.pod, row.args), row.want) << row.name;
+  }
+}
+
 TEST(NodeResourcesBalancedAllocationTest, Formula) {
   ObjectSet c;
   c.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "10000"}, {"pods", "32"}}));
