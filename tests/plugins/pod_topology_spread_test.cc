@@ -590,8 +590,8 @@ TEST(PodTopologySpreadTest, RandomizedDifferentialWithBinds) {
   PluginArgs system;
   RunDifferential(1, 50, 3, 150, 60, system);
   RunDifferential(2, 200, 5, 600, 50, system);
-  RunDifferential(3, 700, 10, 1500, 30, system);
-  RunDifferential(4, 2000, 7, 3000, 15, system);
+  RunDifferential(3, 700, 10, 1500, 25, system);
+  RunDifferential(4, 2000, 7, 3000, 10, system);
 }
 
 TEST(PodTopologySpreadTest, TableCacheEvictionStaysExact) {
@@ -607,8 +607,9 @@ TEST(PodTopologySpreadTest, TableCacheEvictionStaysExact) {
   soft.match_label_keys = {"hash"};
   TopologySpreadConstraint rack = SoftSpread(2, "rack", MatchExpression("app", "Exists"));
   rack.match_label_keys = {"hash"};
-  for (int k = 0; k < 700; ++k) {
-    Pod pod = Incoming({hard, soft, rack}, {{"app", "web"}, {"hash", "h" + std::to_string((k * 7) % 330)}});
+  for (int k = 0; k < 420; ++k) {
+    // 300 distinct values, then values seen (and evicted) long ago.
+    Pod pod = Incoming({hard, soft, rack}, {{"app", "web"}, {"hash", "h" + std::to_string((k * 7) % 300)}});
     pod.meta.name = "p" + std::to_string(k);
     std::vector<NodeIndex> all = AllNodes(rc.objects);
     Outcome e = engine.Run(pod, all);
