@@ -47,7 +47,7 @@ class TaintToleration final : public Plugin {
     *score = 0;
     const PreScoreState* s = state.Get<PreScoreState>(kPreScoreKey);
     if (s == nullptr) {
-      return PluginStatus::Error("reading \"PreScoreTaintToleration\" from cycleState: not found");
+      return PluginStatus::Error("failed to read \"PreScoreTaintToleration\" from cycleState: not found");
     }
     for (const Taint& taint : node.node->taints) {
       if (taint.effect != "PreferNoSchedule") continue;
