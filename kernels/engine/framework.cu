@@ -9,6 +9,7 @@ namespace {
 
 using engine::FilterResult;
 using engine::NodeIndex;
+using engine::PluginPreFilter;
 using engine::PreFilterResult;
 using engine::ScoreResult;
 using engine::VerdictCode;
@@ -120,6 +121,21 @@ class BackendFramework final : public engine::Framework {
     return out;
   }
 
+  std::vector<PluginPreFilter> PreFilterEach(const Pod& pod) override {
+    StartPod(pod);
+    std::vector<PluginPreFilter> out;
+    out.reserve(pre_filter_.size());
+    for (engine::Plugin* p : pre_filter_) {
+      PluginPreFilter one;
+      one.plugin = p->Name();
+      one.status = p->PreFilter(pod, *snapshot_, &one.nodes, &one.restricts);
+      if (!one.restricts) one.nodes.clear();
+      std::sort(one.nodes.begin(), one.nodes.end());
+      out.push_back(std::move(one));
+    }
+    return out;
+  }
+
   FilterResult Filter(const PreFilterResult& pre) override {
     const int32_t n = snapshot_->num_nodes();
     failed_.assign(n, int16_t{0});
@@ -162,8 +178,11 @@ class BackendFramework final : public engine::Framework {
     out.raw.assign(score_.size(), std::vector<int64_t>(count, 0));
     out.normalized = out.raw;
     out.total.assign(count, 0);
-    for (engine::Plugin* p : pre_score_) {
+    out.pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
+    for (size_t i = 0; i < pre_score_.size(); ++i) {
+      engine::Plugin* p = pre_score_[i];
       PluginStatus s = p->PreScore(*pod_, *snapshot_, feasible);
+      out.pre_score_status[i] = s;
       if (s.IsSkip()) {
         for (size_t k = 0; k < score_.size(); ++k) {
           if (score_[k] == p) out.skipped[k] = true;

@@ -24,6 +24,14 @@ struct PreFilterResult {
   std::vector<std::string> restricting_plugins;
 };
 
+/** One PreFilter plugin's own answer, before the framework merges the answers. */
+struct PluginPreFilter {
+  std::string plugin;
+  PluginStatus status;
+  bool restricts = false;
+  std::vector<NodeIndex> nodes;  // sorted, when restricts
+};
+
 struct FilterResult {
   /** Per node: 1 + index into filter_plugins() of the first plugin that rejected it,
    *  or 0 when the node is feasible. */
@@ -36,6 +44,9 @@ struct ScoreResult {
   std::vector<bool> skipped;                     // per score plugin: PreScore returned Skip
   std::vector<std::vector<int64_t>> raw, normalized;  // [score plugin][k], k over feasible
   std::vector<int64_t> total;                    // weighted sum per feasible node
+  /** Per PreScore plugin (profile().pre_score order): its own status, unwrapped. Plugins
+   *  after one that failed did not run and stay Success. */
+  std::vector<PluginStatus> pre_score_status;
 };
 
 class Framework {
@@ -56,6 +67,10 @@ class Framework {
 
   /** Runs PreFilter for `pod` (which becomes the current pod of this cycle). */
   virtual PreFilterResult PreFilter(const Pod& pod) = 0;
+  /** Runs every PreFilter plugin for `pod` on its own: no early stop, no merging, each
+   *  plugin's status as it returned it (conform compares single plugins with upstream's
+   *  plugin tests). `pod` becomes the current pod, as after PreFilter. */
+  virtual std::vector<PluginPreFilter> PreFilterEach(const Pod& pod) = 0;
   /** Runs the Filter plugins not skipped, on every node; first failure wins per node. */
   virtual FilterResult Filter(const PreFilterResult& pre) = 0;
   /** Every Filter plugin's verdict code on every node, independently (explain, conform). */

@@ -1,0 +1,78 @@
+#pragma once
+// A conformance case (shared/conformance/FORMAT.md): a cluster, one incoming pod, the
+// plugins under test and what upstream asserted about them.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "absl/status/statusor.h"
+#include "kplace/config/plugin_args.h"
+#include "kplace/framework/types.h"
+#include "kplace/model/objects.h"
+
+namespace kplace::conform {
+
+/** An asserted status. Empty `reasons` means the reasons were not asserted. */
+struct StatusExpectation {
+  Code code = Code::kSuccess;
+  std::vector<std::string> reasons;
+};
+
+struct PreFilterExpectation {
+  StatusExpectation status;
+  /** True when `nodeNames` was given; then `node_names` nullopt means "all nodes". */
+  bool node_names_asserted = false;
+  std::optional<std::vector<std::string>> node_names;  // sorted
+};
+
+/** When expected scores were taken (FORMAT.md `scoreStage`). */
+enum class ScoreStage : uint8_t { kRaw, kNormalized, kWeighted };
+const char* ScoreStageName(ScoreStage stage);
+
+/** What the upstream test asserted; absent parts were not asserted. */
+struct Expectations {
+  std::optional<PreFilterExpectation> pre_filter;
+  std::map<std::string, StatusExpectation> filter;  // node -> status
+  std::optional<StatusExpectation> pre_score;
+  std::map<std::string, int64_t> score;             // node -> score at `score_stage`
+  ScoreStage score_stage = ScoreStage::kNormalized;
+  // Whole-cycle (pipeline) cases.
+  std::map<std::string, std::map<std::string, int64_t>> plugin_scores;  // plugin -> node -> normalized
+  std::map<std::string, int64_t> final_score;                           // node -> weighted total
+  std::optional<std::string> selected;
+
+  bool HasCycle() const { return !plugin_scores.empty() || !final_score.empty() || selected.has_value(); }
+};
+
+/** One decoded case. `objects` holds nodes, bound pods and the other objects; the
+ *  incoming pod is kept apart in `pod`. Not copyable cheaply; keep it in place while
+ *  a run holds pointers into `objects`. */
+struct Case {
+  std::string file;  // as given to LoadCase
+  std::string name;
+  std::string source;
+  bool default_profile = false;       // "plugins": "default"
+  std::vector<std::string> plugins;   // the plugins under test, when not default
+  PluginArgs args;                    // defaults with profile.pluginConfig applied
+  FeatureGates gates;
+  ObjectSet objects;
+  Pod pod;
+  Expectations expect;
+};
+
+/** @brief Decodes a case document. `file` names it in errors.
+ *  @return InvalidArgument naming `file` and the field path for bad input (including
+ *  plugin arguments rejected by DecodePluginArgs). */
+absl::StatusOr<Case> DecodeCase(const nlohmann::json& doc, std::string_view file);
+
+/** @brief Reads and decodes a case file.
+ *  @return NotFound when the file cannot be read; InvalidArgument naming the file for
+ *  bad JSON or bad fields. */
+absl::StatusOr<Case> LoadCase(const std::string& path);
+
+}  // namespace kplace::conform

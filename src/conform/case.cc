@@ -1,0 +1,383 @@
+#include "kplace/conform/case.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/model/decode.h"
+
+namespace kplace::conform {
+namespace {
+
+using json = nlohmann::json;
+
+// `objects` keys and the Kubernetes kinds they hold.
+struct ObjectKind {
+  const char* key;
+  const char* kind;
+};
+constexpr ObjectKind kWorkloadKinds[] = {
+    {"services", "Service"},
+    {"replicaSets", "ReplicaSet"},
+    {"statefulSets", "StatefulSet"},
+    {"replicationControllers", "ReplicationController"},
+};
+constexpr ObjectKind kStorageKinds[] = {
+    {"persistentVolumes", "PersistentVolume"},
+    {"persistentVolumeClaims", "PersistentVolumeClaim"},
+    {"storageClasses", "StorageClass"},
+    {"csiNodes", "CSINode"},
+    {"csiDrivers", "CSIDriver"},
+    {"csiStorageCapacities", "CSIStorageCapacity"},
+    {"volumeAttachments", "VolumeAttachment"},
+};
+
+// Names the file and field path in every error, as decode.cc does for objects.
+class CaseReader {
+ public:
+  explicit CaseReader(std::string_view file) : file_(file) {}
+
+  absl::Status Error(std::string_view path, std::string_view what) const {
+    return absl::InvalidArgumentError(StrCat(file_, ": ", path, ": ", what));
+  }
+
+  const std::string& file() const { return file_; }
+
+  // Absent and null are both "not set".
+  static const json* Find(const json& j, const char* key) {
+    if (!j.is_object()) return nullptr;
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  absl::Status String(const json& j, const char* key, std::string_view path, std::string* out) const {
+    const json* v = Find(j, key);
+    if (!v) return absl::OkStatus();
+    if (!v->is_string()) return Error(Join(path, key), StrCat("expected a string, got ", v->type_name()));
+    *out = v->get<std::string>();
+    return absl::OkStatus();
+  }
+
+  absl::Status Strings(const json& v, std::string_view path, std::vector<std::string>* out) const {
+    if (v.is_null()) return absl::OkStatus();
+    if (!v.is_array()) return Error(path, StrCat("expected a list of strings, got ", v.type_name()));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_string()) {
+        return Error(StrCat(path, "[", i, "]"), StrCat("expected a string, got ", v[i].type_name()));
+      }
+      out->push_back(v[i].get<std::string>());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Status(const json& v, std::string_view path, StatusExpectation* out) const {
+    if (!v.is_object()) return Error(path, StrCat("expected an object, got ", v.type_name()));
+    const json* code = Find(v, "code");
+    if (!code) return Error(Join(path, "code"), "missing");
+    if (!code->is_string() || !ParseCode(code->get<std::string>(), &out->code)) {
+      return Error(Join(path, "code"), StrCat("unknown status code ", code->dump()));
+    }
+    if (const json* reasons = Find(v, "reasons")) {
+      KPLACE_RETURN_IF_ERROR(Strings(*reasons, Join(path, "reasons"), &out->reasons));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Score(const json& v, std::string_view path, int64_t* out) const {
+    if (!v.is_number_integer()) return Error(path, StrCat("expected an integer score, got ", v.dump()));
+    *out = v.get<int64_t>();
+    return absl::OkStatus();
+  }
+
+  absl::Status NodeScores(const json& v, std::string_view path, std::map<std::string, int64_t>* out) const {
+    if (!v.is_object()) return Error(path, StrCat("expected a map of node to score, got ", v.type_name()));
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      KPLACE_RETURN_IF_ERROR(Score(it.value(), Join(path, it.key()), &(*out)[it.key()]));
+    }
+    return absl::OkStatus();
+  }
+
+  static std::string Join(std::string_view path, std::string_view key) {
+    return path.empty() ? std::string(key) : StrCat(path, ".", key);
+  }
+
+ private:
+  std::string file_;
+};
+
+absl::Status DecodePlugins(const CaseReader& r, const json& doc, Case* c) {
+  const json* plugins = CaseReader::Find(doc, "plugins");
+  if (!plugins) return r.Error("plugins", "missing");
+  if (plugins->is_string()) {
+    if (plugins->get<std::string>() != "default") {
+      return r.Error("plugins", StrCat("expected \"default\" or a list of plugin names, got ", plugins->dump()));
+    }
+    c->default_profile = true;
+    return absl::OkStatus();
+  }
+  KPLACE_RETURN_IF_ERROR(r.Strings(*plugins, "plugins", &c->plugins));
+  if (c->plugins.empty()) return r.Error("plugins", "empty list");
+  return absl::OkStatus();
+}
+
+absl::Status DecodeProfile(const CaseReader& r, const json& doc, Case* c) {
+  const json* profile = CaseReader::Find(doc, "profile");
+  if (!profile) return absl::OkStatus();
+  if (!profile->is_object()) return r.Error("profile", StrCat("expected an object, got ", profile->type_name()));
+  for (auto it = profile->begin(); it != profile->end(); ++it) {
+    if (it.key() != "pluginConfig") return r.Error(StrCat("profile.", it.key()), "unsupported field");
+  }
+  const json* config = CaseReader::Find(*profile, "pluginConfig");
+  if (!config) return absl::OkStatus();
+  if (!config->is_array()) {
+    return r.Error("profile.pluginConfig", StrCat("expected a list, got ", config->type_name()));
+  }
+  for (size_t i = 0; i < config->size(); ++i) {
+    const json& entry = (*config)[i];
+    std::string path = StrCat("profile.pluginConfig[", i, "]");
+    std::string name;
+    KPLACE_RETURN_IF_ERROR(r.String(entry, "name", path, &name));
+    if (name.empty()) return r.Error(StrCat(path, ".name"), "missing");
+    const json* args = CaseReader::Find(entry, "args");
+    if (!args) continue;
+    KPLACE_RETURN_IF_ERROR(DecodePluginArgs(name, *args, StrCat(r.file(), ": ", path, ".args"), &c->args));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeGates(const CaseReader& r, const json& doc, Case* c) {
+  const json* gates = CaseReader::Find(doc, "featureGates");
+  if (!gates) return absl::OkStatus();
+  if (!gates->is_object()) return r.Error("featureGates", StrCat("expected a map, got ", gates->type_name()));
+  for (auto it = gates->begin(); it != gates->end(); ++it) {
+    if (!it.value().is_boolean()) {
+      return r.Error(StrCat("featureGates.", it.key()), StrCat("expected a boolean, got ", it.value().dump()));
+    }
+    c->gates.overrides[it.key()] = it.value().get<bool>();
+  }
+  return absl::OkStatus();
+}
+
+// Upstream's test tables often leave pods and services unnamed (nothing there reads the
+// name); the object decoder requires one, so such objects get `fallback`.
+json Named(const json& j, const std::string& fallback) {
+  if (!j.is_object()) return j;
+  const json* meta = CaseReader::Find(j, "metadata");
+  const json* name = meta ? CaseReader::Find(*meta, "name") : nullptr;
+  if (name && !(name->is_string() && name->get<std::string>().empty())) return j;
+  json copy = j;
+  copy["metadata"]["name"] = fallback;
+  return copy;
+}
+
+// Upstream's test objects never pass through the API server, so a namespace written as
+// "" stays "" there (and terms listing namespace "" match it); the object decoder
+// defaults it to "default" as the API server would, so an explicit "" is put back.
+void KeepEmptyNamespace(const json& j, ObjectMeta* meta) {
+  const json* m = CaseReader::Find(j, "metadata");
+  const json* ns = m ? CaseReader::Find(*m, "namespace") : nullptr;
+  if (ns && ns->is_string() && ns->get<std::string>().empty()) meta->namespace_.clear();
+}
+
+absl::StatusOr<Pod> DecodeCasePod(const json& j, std::string_view where) {
+  KPLACE_ASSIGN_OR_RETURN(Pod pod, DecodePod(j, where));
+  KeepEmptyNamespace(j, &pod.meta);
+  return pod;
+}
+
+// Decodes doc[key] (a list) with `decode(item, where)`, appending to `out`. Unnamed
+// items are named "unnamed-<key>-<index>" unless `named` is false.
+template <typename T, typename Decode>
+absl::Status DecodeList(const CaseReader& r, const json& doc, const char* key, std::string_view path,
+                        Decode decode, std::vector<T>* out, bool named = true) {
+  const json* list = CaseReader::Find(doc, key);
+  if (!list) return absl::OkStatus();
+  std::string p = CaseReader::Join(path, key);
+  if (!list->is_array()) return r.Error(p, StrCat("expected a list, got ", list->type_name()));
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& item = (*list)[i];
+    std::string where = StrCat(r.file(), ": ", p, "[", i, "]");
+    KPLACE_ASSIGN_OR_RETURN(T decoded, named ? decode(Named(item, StrCat("unnamed-", key, "-", i)), where)
+                                             : decode(item, where));
+    out->push_back(std::move(decoded));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
+  // Nodes keep the names they have: expectations are keyed by them.
+  KPLACE_RETURN_IF_ERROR(DecodeList<Node>(r, doc, "nodes", "", DecodeNode, &c->objects.nodes, /*named=*/false));
+  KPLACE_RETURN_IF_ERROR(DecodeList<Pod>(r, doc, "pods", "", DecodeCasePod, &c->objects.pods));
+  std::set<std::string> names;
+  for (const Node& n : c->objects.nodes) {
+    if (!names.insert(n.meta.name).second) return r.Error("nodes", StrCat("duplicate node \"", n.meta.name, "\""));
+  }
+  const json* pod = CaseReader::Find(doc, "pod");
+  if (!pod) return r.Error("pod", "missing");
+  KPLACE_ASSIGN_OR_RETURN(c->pod, DecodeCasePod(Named(*pod, "unnamed-incoming-pod"), StrCat(r.file(), ": pod")));
+
+  const json* objects = CaseReader::Find(doc, "objects");
+  if (!objects) return absl::OkStatus();
+  if (!objects->is_object()) return r.Error("objects", StrCat("expected an object, got ", objects->type_name()));
+  for (auto it = objects->begin(); it != objects->end(); ++it) {
+    const std::string& key = it.key();
+    bool known = key == "namespaces";
+    for (const ObjectKind& k : kWorkloadKinds) known = known || key == k.key;
+    for (const ObjectKind& k : kStorageKinds) known = known || key == k.key;
+    if (!known) return r.Error(StrCat("objects.", key), "unsupported object list");
+  }
+  // Lists decode in FORMAT.md's order, whatever order the file has them in.
+  KPLACE_RETURN_IF_ERROR(
+      DecodeList<Namespace>(r, *objects, "namespaces", "objects", DecodeNamespace, &c->objects.namespaces));
+  for (const ObjectKind& k : kWorkloadKinds) {
+    auto decode = [&](const json& j, std::string_view where) -> absl::StatusOr<Workload> {
+      KPLACE_ASSIGN_OR_RETURN(Workload w, DecodeWorkload(j, k.kind, where));
+      KeepEmptyNamespace(j, &w.meta);
+      return w;
+    };
+    KPLACE_RETURN_IF_ERROR(DecodeList<Workload>(r, *objects, k.key, "objects", decode, &c->objects.workloads));
+  }
+  for (const ObjectKind& k : kStorageKinds) {
+    auto decode = [&](const json& j, std::string_view where) { return DecodeGeneric(j, k.kind, where); };
+    KPLACE_RETURN_IF_ERROR(DecodeList<GenericObject>(r, *objects, k.key, "objects", decode, &c->objects.storage));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNodesKnown(const CaseReader& r, const Case& c, std::string_view path,
+                             const std::vector<std::string>& nodes) {
+  for (const std::string& n : nodes) {
+    bool found = std::any_of(c.objects.nodes.begin(), c.objects.nodes.end(),
+                             [&](const Node& node) { return node.meta.name == n; });
+    if (!found) return r.Error(path, StrCat("node \"", n, "\" is not in nodes"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Map>
+std::vector<std::string> Keys(const Map& m) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : m) out.push_back(k);
+  return out;
+}
+
+absl::Status DecodeExpect(const CaseReader& r, const json& doc, Case* c) {
+  const json* expect = CaseReader::Find(doc, "expect");
+  if (!expect) return r.Error("expect", "missing");
+  if (!expect->is_object()) return r.Error("expect", StrCat("expected an object, got ", expect->type_name()));
+  Expectations& e = c->expect;
+  bool has_stage = false;
+  for (auto it = expect->begin(); it != expect->end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    std::string path = StrCat("expect.", key);
+    if (v.is_null()) continue;
+    if (key == "preFilter") {
+      PreFilterExpectation pf;
+      KPLACE_RETURN_IF_ERROR(r.Status(v, path, &pf.status));
+      if (v.contains("nodeNames")) {
+        pf.node_names_asserted = true;
+        if (!v["nodeNames"].is_null()) {
+          pf.node_names.emplace();
+          KPLACE_RETURN_IF_ERROR(r.Strings(v["nodeNames"], StrCat(path, ".nodeNames"), &*pf.node_names));
+          std::sort(pf.node_names->begin(), pf.node_names->end());
+        }
+      }
+      e.pre_filter = std::move(pf);
+    } else if (key == "filter") {
+      if (!v.is_object()) return r.Error(path, StrCat("expected a map of node to status, got ", v.type_name()));
+      for (auto n = v.begin(); n != v.end(); ++n) {
+        KPLACE_RETURN_IF_ERROR(r.Status(n.value(), CaseReader::Join(path, n.key()), &e.filter[n.key()]));
+      }
+      KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, Keys(e.filter)));
+    } else if (key == "preScore") {
+      e.pre_score.emplace();
+      KPLACE_RETURN_IF_ERROR(r.Status(v, path, &*e.pre_score));
+    } else if (key == "score") {
+      KPLACE_RETURN_IF_ERROR(r.NodeScores(v, path, &e.score));
+      KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, Keys(e.score)));
+    } else if (key == "scoreStage") {
+      std::string stage = v.is_string() ? v.get<std::string>() : "";
+      if (stage == "raw") {
+        e.score_stage = ScoreStage::kRaw;
+      } else if (stage == "normalized") {
+        e.score_stage = ScoreStage::kNormalized;
+      } else if (stage == "weighted") {
+        e.score_stage = ScoreStage::kWeighted;
+      } else {
+        return r.Error(path, StrCat("expected raw, normalized or weighted, got ", v.dump()));
+      }
+      has_stage = true;
+    } else if (key == "pluginScores") {
+      if (!v.is_object()) return r.Error(path, StrCat("expected a map of plugin to scores, got ", v.type_name()));
+      for (auto p = v.begin(); p != v.end(); ++p) {
+        std::string pp = CaseReader::Join(path, p.key());
+        KPLACE_RETURN_IF_ERROR(r.NodeScores(p.value(), pp, &e.plugin_scores[p.key()]));
+        KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, pp, Keys(e.plugin_scores[p.key()])));
+      }
+    } else if (key == "finalScore") {
+      KPLACE_RETURN_IF_ERROR(r.NodeScores(v, path, &e.final_score));
+      KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, Keys(e.final_score)));
+    } else if (key == "selected") {
+      if (!v.is_string()) return r.Error(path, StrCat("expected a node name, got ", v.dump()));
+      e.selected = v.get<std::string>();
+      KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, {*e.selected}));
+    } else {
+      return r.Error(path, "unknown expectation");
+    }
+  }
+  if (!e.score.empty() && !has_stage) return r.Error("expect.scoreStage", "missing (expect.score is given)");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const char* ScoreStageName(ScoreStage stage) {
+  switch (stage) {
+    case ScoreStage::kRaw:
+      return "raw";
+    case ScoreStage::kNormalized:
+      return "normalized";
+    case ScoreStage::kWeighted:
+      return "weighted";
+  }
+  return "?";
+}
+
+absl::StatusOr<Case> DecodeCase(const json& doc, std::string_view file) {
+  CaseReader r(file);
+  if (!doc.is_object()) return absl::InvalidArgumentError(StrCat(file, ": expected a case object, got ", doc.type_name()));
+  Case c;
+  c.file = std::string(file);
+  KPLACE_RETURN_IF_ERROR(r.String(doc, "name", "", &c.name));
+  if (c.name.empty()) return r.Error("name", "missing");
+  KPLACE_RETURN_IF_ERROR(r.String(doc, "source", "", &c.source));
+  KPLACE_RETURN_IF_ERROR(DecodePlugins(r, doc, &c));
+  KPLACE_RETURN_IF_ERROR(DecodeProfile(r, doc, &c));
+  KPLACE_RETURN_IF_ERROR(DecodeGates(r, doc, &c));
+  KPLACE_RETURN_IF_ERROR(DecodeCluster(r, doc, &c));
+  KPLACE_RETURN_IF_ERROR(DecodeExpect(r, doc, &c));
+  return c;
+}
+
+absl::StatusOr<Case> LoadCase(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(buffer.str());
+  } catch (const json::parse_error& e) {
+    return absl::InvalidArgumentError(StrCat(path, ": invalid JSON: ", e.what()));
+  }
+  return DecodeCase(doc, path);
+}
+
+}  // namespace kplace::conform

@@ -1,0 +1,230 @@
+#include "kplace/conform/case.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace kplace::conform {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+json GoodCase() {
+  return json::parse(R"({
+    "name": "test/good case",
+    "source": "pkg/scheduler/framework/plugins/x/x_test.go TestX",
+    "plugins": ["NodeResourcesFit"],
+    "profile": {"pluginConfig": [{"name": "NodeResourcesFit", "args": {}}]},
+    "featureGates": {"PodLevelResources": false},
+    "nodes": [
+      {"metadata": {"name": "node1", "labels": {"zone": "a"}},
+       "status": {"allocatable": {"cpu": "4", "memory": "10Gi", "pods": "32"}}},
+      {"metadata": {"name": "node2"}, "spec": {"unschedulable": true}}
+    ],
+    "pods": [
+      {"metadata": {"name": "p1", "namespace": "ns1"},
+       "spec": {"nodeName": "node1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}}
+    ],
+    "pod": {"metadata": {"name": "incoming"}, "spec": {"containers": [{"name": "c"}]}},
+    "objects": {
+      "namespaces": [{"metadata": {"name": "ns1", "labels": {"team": "x"}}}],
+      "services": [{"metadata": {"name": "svc", "namespace": "ns1"}, "spec": {"selector": {"app": "a"}}}],
+      "replicaSets": [{"metadata": {"name": "rs"}, "spec": {"selector": {"matchLabels": {"app": "a"}}}}],
+      "persistentVolumeClaims": [{"metadata": {"name": "pvc", "namespace": "ns1"}, "spec": {}}],
+      "storageClasses": [],
+      "csiNodes": [{"metadata": {"name": "node1"}}]
+    },
+    "expect": {
+      "preFilter": {"code": "Success", "reasons": [], "nodeNames": null},
+      "filter": {"node2": {"code": "Unschedulable", "reasons": ["Insufficient cpu"]},
+                 "node1": {"code": "Success"}},
+      "preScore": {"code": "Skip"},
+      "score": {"node1": 37, "node2": 0},
+      "scoreStage": "raw"
+    }
+  })");
+}
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  fs::path dir = fs::path(::testing::TempDir()) / "kplace_conform_case_test";
+  fs::create_directories(dir);
+  fs::path path = dir / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(ConformCaseTest, DecodesEveryPart) {
+  absl::StatusOr<Case> c = DecodeCase(GoodCase(), "good.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->file, "good.json");
+  EXPECT_EQ(c->name, "test/good case");
+  EXPECT_FALSE(c->default_profile);
+  EXPECT_EQ(c->plugins, std::vector<std::string>{"NodeResourcesFit"});
+  EXPECT_FALSE(c->gates.Enabled("PodLevelResources"));
+  EXPECT_TRUE(c->gates.Enabled("SidecarContainers"));  // defaults stay
+
+  ASSERT_EQ(c->objects.nodes.size(), 2u);
+  EXPECT_EQ(c->objects.nodes[0].meta.labels.at("zone"), "a");
+  EXPECT_TRUE(c->objects.nodes[1].unschedulable);
+  ASSERT_EQ(c->objects.pods.size(), 1u);  // the incoming pod is kept apart
+  EXPECT_EQ(c->objects.pods[0].node_name, "node1");
+  EXPECT_EQ(c->pod.meta.name, "incoming");
+  EXPECT_EQ(c->pod.meta.namespace_, "default");
+  ASSERT_EQ(c->objects.namespaces.size(), 1u);
+  ASSERT_EQ(c->objects.workloads.size(), 2u);
+  EXPECT_EQ(c->objects.workloads[0].kind, "Service");  // in FORMAT.md's order
+  EXPECT_EQ(c->objects.workloads[1].kind, "ReplicaSet");
+  ASSERT_TRUE(c->objects.workloads[0].selector.has_value());
+  EXPECT_EQ(c->objects.workloads[0].selector->match_labels.at("app"), "a");
+  ASSERT_EQ(c->objects.storage.size(), 2u);
+  EXPECT_EQ(c->objects.storage[0].kind, "PersistentVolumeClaim");
+  EXPECT_EQ(c->objects.storage[1].kind, "CSINode");
+
+  const Expectations& e = c->expect;
+  ASSERT_TRUE(e.pre_filter.has_value());
+  EXPECT_EQ(e.pre_filter->status.code, Code::kSuccess);
+  EXPECT_TRUE(e.pre_filter->node_names_asserted);
+  EXPECT_FALSE(e.pre_filter->node_names.has_value());
+  ASSERT_EQ(e.filter.size(), 2u);
+  EXPECT_EQ(e.filter.at("node2").code, Code::kUnschedulable);
+  EXPECT_EQ(e.filter.at("node2").reasons, std::vector<std::string>{"Insufficient cpu"});
+  EXPECT_TRUE(e.filter.at("node1").reasons.empty());
+  ASSERT_TRUE(e.pre_score.has_value());
+  EXPECT_EQ(e.pre_score->code, Code::kSkip);
+  EXPECT_EQ(e.score.at("node1"), 37);
+  EXPECT_EQ(e.score_stage, ScoreStage::kRaw);
+  EXPECT_FALSE(e.HasCycle());
+}
+
+TEST(ConformCaseTest, DecodesPipelineExpectations) {
+  json doc = GoodCase();
+  doc["plugins"] = "default";
+  doc["expect"] = json::parse(R"({
+    "pluginScores": {"ImageLocality": {"node1": 100, "node2": 0}},
+    "finalScore": {"node1": 602, "node2": 627},
+    "selected": "node2",
+    "preFilter": {"code": "Success", "nodeNames": ["node2", "node1"]}
+  })");
+  absl::StatusOr<Case> c = DecodeCase(doc, "pipe.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->default_profile);
+  EXPECT_TRUE(c->expect.HasCycle());
+  EXPECT_EQ(c->expect.plugin_scores.at("ImageLocality").at("node1"), 100);
+  EXPECT_EQ(c->expect.final_score.at("node2"), 627);
+  EXPECT_EQ(c->expect.selected, "node2");
+  EXPECT_EQ(c->expect.pre_filter->node_names, (std::vector<std::string>{"node1", "node2"}));  // sorted
+}
+
+TEST(ConformCaseTest, NamesUnnamedObjects) {
+  json doc = GoodCase();
+  doc["pods"][0]["metadata"].erase("name");
+  doc["pod"]["metadata"]["name"] = "";
+  doc["objects"]["services"][0].erase("metadata");
+  absl::StatusOr<Case> c = DecodeCase(doc, "unnamed.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->objects.pods[0].meta.name, "unnamed-pods-0");
+  EXPECT_EQ(c->objects.pods[0].meta.namespace_, "ns1");
+  EXPECT_EQ(c->pod.meta.name, "unnamed-incoming-pod");
+  EXPECT_EQ(c->objects.workloads[0].meta.name, "unnamed-services-0");
+}
+
+TEST(ConformCaseTest, KeepsAnExplicitEmptyNamespace) {
+  json doc = GoodCase();
+  doc["pods"][0]["metadata"]["namespace"] = "";
+  doc["objects"]["services"][0]["metadata"]["namespace"] = "";
+  absl::StatusOr<Case> c = DecodeCase(doc, "ns.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->objects.pods[0].meta.namespace_, "");     // as upstream's test objects
+  EXPECT_EQ(c->pod.meta.namespace_, "default");          // absent: defaulted
+  EXPECT_EQ(c->objects.workloads[0].meta.namespace_, "");
+}
+
+TEST(ConformCaseTest, LoadsAFile) {
+  std::string path = WriteFile("good.json", GoodCase().dump(1));
+  absl::StatusOr<Case> c = LoadCase(path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->file, path);
+  EXPECT_EQ(c->objects.nodes.size(), 2u);
+}
+
+TEST(ConformCaseTest, BadJsonNamesTheFile) {
+  std::string path = WriteFile("broken.json", "{\"name\": \"x\", \"nodes\": [");
+  absl::StatusOr<Case> c = LoadCase(path);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(c.status().message()).find(path), std::string::npos) << c.status();
+  EXPECT_NE(std::string(c.status().message()).find("invalid JSON"), std::string::npos) << c.status();
+}
+
+TEST(ConformCaseTest, MissingFileIsNotFound) {
+  absl::StatusOr<Case> c = LoadCase("/nonexistent/kplace/case.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ConformCaseTest, BadQuantityNamesFileAndField) {
+  json doc = GoodCase();
+  doc["nodes"][1]["status"] = {{"allocatable", {{"memory", "12 GB"}}}};
+  absl::StatusOr<Case> c = DecodeCase(doc, "cases/q.json");
+  ASSERT_FALSE(c.ok());
+  std::string msg(c.status().message());
+  EXPECT_NE(msg.find("cases/q.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nodes[1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("node2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("status.allocatable.memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("12 GB"), std::string::npos) << msg;
+}
+
+TEST(ConformCaseTest, RejectsBadFieldsByName) {
+  struct Bad {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* field;
+  };
+  const Bad cases[] = {
+      {"unknown code", [](json& d) { d["expect"]["preScore"]["code"] = "Fine"; }, "expect.preScore.code"},
+      {"unknown node", [](json& d) { d["expect"]["filter"]["node9"] = {{"code", "Success"}}; }, "expect.filter"},
+      {"score stage", [](json& d) { d["expect"]["scoreStage"] = "final"; }, "expect.scoreStage"},
+      {"no stage", [](json& d) { d["expect"].erase("scoreStage"); }, "expect.scoreStage"},
+      {"score type", [](json& d) { d["expect"]["score"]["node1"] = "high"; }, "expect.score.node1"},
+      {"unknown expectation", [](json& d) { d["expect"]["postFilter"] = json::object(); }, "expect.postFilter"},
+      {"plugins", [](json& d) { d["plugins"] = "all"; }, "plugins"},
+      {"gate", [](json& d) { d["featureGates"]["X"] = "on"; }, "featureGates.X"},
+      {"objects", [](json& d) { d["objects"]["deployments"] = json::array(); }, "objects.deployments"},
+      {"no pod", [](json& d) { d.erase("pod"); }, "pod"},
+      {"pod field", [](json& d) { d["pods"][0]["spec"]["containers"] = "c"; }, "pods[0]"},
+      {"node name", [](json& d) { d["nodes"][0]["metadata"].erase("name"); }, "nodes[0]"},
+      {"duplicate node", [](json& d) { d["nodes"][1]["metadata"]["name"] = "node1"; }, "nodes"},
+  };
+  for (const Bad& b : cases) {
+    json doc = GoodCase();
+    b.edit(doc);
+    absl::StatusOr<Case> c = DecodeCase(doc, "bad.json");
+    ASSERT_FALSE(c.ok()) << b.what;
+    std::string msg(c.status().message());
+    EXPECT_EQ(msg.rfind("bad.json: ", 0), 0u) << b.what << ": " << msg;
+    EXPECT_NE(msg.find(b.field), std::string::npos) << b.what << ": " << msg;
+  }
+}
+
+// Every shipped case must at least decode; a failure here is a decoder gap (or a
+// plugin-args decoder rejecting what upstream accepts), not a plugin bug.
+TEST(ConformCaseTest, EverySharedCaseLoads) {
+  fs::path root = fs::path(KPLACE_SHARED_DIR) / "conformance";
+  if (!fs::is_directory(root)) GTEST_SKIP() << root << " not present";
+  int loaded = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.path().extension() != ".json") continue;
+    absl::StatusOr<Case> c = LoadCase(entry.path().string());
+    EXPECT_TRUE(c.ok()) << c.status();
+    loaded += c.ok();
+  }
+  EXPECT_GT(loaded, 0);
+}
+
+}  // namespace
+}  // namespace kplace::conform

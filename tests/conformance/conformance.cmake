@@ -1,0 +1,28 @@
+# Conformance folders (under ../shared/conformance) whose cases must pass on the omp
+# backend and on the scalar reference. A plugin's engineer adds its folder here once
+# every case in it passes (or is waived in waivers.txt with evidence).
+set(KPLACE_CONFORMANCE_FOLDERS
+)
+
+set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)
+set(KPLACE_CONFORMANCE_WAIVERS ${CMAKE_SOURCE_DIR}/tests/conformance/waivers.txt)
+
+if(KPLACE_CONFORMANCE_FOLDERS AND NOT IS_DIRECTORY ${KPLACE_CONFORMANCE_DIR})
+  message(WARNING "kplace: ${KPLACE_CONFORMANCE_DIR} not found; conformance tests not registered")
+  return()
+endif()
+
+foreach(folder IN LISTS KPLACE_CONFORMANCE_FOLDERS)
+  if(NOT IS_DIRECTORY ${KPLACE_CONFORMANCE_DIR}/${folder})
+    message(FATAL_ERROR "kplace: KPLACE_CONFORMANCE_FOLDERS names ${folder}, "
+                        "which is not a folder of ${KPLACE_CONFORMANCE_DIR}")
+  endif()
+  add_test(NAME conformance.${folder}.omp
+           COMMAND $<TARGET_FILE:kplace> conform ${KPLACE_CONFORMANCE_DIR}/${folder}
+                   --backend=omp --waivers ${KPLACE_CONFORMANCE_WAIVERS})
+  add_test(NAME conformance.${folder}.reference
+           COMMAND $<TARGET_FILE:kplace> conform ${KPLACE_CONFORMANCE_DIR}/${folder}
+                   --reference --waivers ${KPLACE_CONFORMANCE_WAIVERS})
+  set_tests_properties(conformance.${folder}.omp conformance.${folder}.reference
+                       PROPERTIES LABELS conformance TIMEOUT 300)
+endforeach()
