@@ -149,6 +149,9 @@ std::string KindAndKey(std::string_view kind, const json& j) {
     if (m.contains("name") && m["name"].is_string()) name = m["name"].get<std::string>();
     if (m.contains("namespace") && m["namespace"].is_string()) ns = m["namespace"].get<std::string>();
   }
+  bool namespaced = kind == "Pod" || kind == "Service" || kind == "ReplicaSet" || kind == "StatefulSet" ||
+                    kind == "ReplicationController" || kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity";
+  if (ns.empty() && namespaced) ns = "default";  // as the API server would default it
   return StrCat(kind, " ", ns.empty() ? "" : StrCat(ns, "/"), name);
 }
 

@@ -1,0 +1,207 @@
+#include "kplace/model/decode.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace kplace {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status DecodeText(const std::string& text, ObjectSet* out, const std::string& file = "pods.yaml") {
+  auto docs = ParseDocuments(text, file);
+  if (!docs.ok()) return docs.status();
+  for (const json& d : *docs) {
+    absl::Status s = DecodeDocument(d, file, out);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+TEST(DecodeTest, PodFieldsThatSchedulingReads) {
+  const char* yaml = R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: shop
+  labels: {app: web}
+  creationTimestamp: "2024-01-02T03:04:05Z"
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-abc, uid: u1, controller: true}]
+spec:
+  schedulerName: batch
+  priority: 7
+  nodeSelector: {disk: ssd}
+  overhead: {cpu: 10m}
+  resources: {requests: {cpu: "1"}}
+  initContainers:
+    - name: sidecar
+      restartPolicy: Always
+      image: envoy
+      resources: {requests: {cpu: 250m, memory: 64Mi}}
+  containers:
+    - name: main
+      image: nginx:1.27
+      ports: [{containerPort: 80, hostPort: 8080, protocol: UDP, hostIP: 10.0.0.1}]
+      resources:
+        requests: {cpu: 1.5, memory: 1Gi, nvidia.com/gpu: 1}
+        limits: {memory: 2Gi}
+  tolerations: [{key: dedicated, operator: Equal, value: gpu, effect: NoSchedule, tolerationSeconds: 30}]
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a, b]}], matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]
+      preferredDuringSchedulingIgnoredDuringExecution: [{weight: 5, preference: {matchExpressions: [{key: gen, operator: Gt, values: ["3"]}]}}]
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 10
+          podAffinityTerm:
+            labelSelector: {matchLabels: {app: web}}
+            topologyKey: kubernetes.io/hostname
+            namespaceSelector: {}
+            matchLabelKeys: [pod-template-hash]
+  topologySpreadConstraints:
+    - {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}, minDomains: 3, nodeAffinityPolicy: Ignore, nodeTaintsPolicy: Honor, matchLabelKeys: [v]}
+  volumes:
+    - {name: data, persistentVolumeClaim: {claimName: data-web-1}}
+    - {name: tmp, emptyDir: {}}
+)";
+  ObjectSet set;
+  ASSERT_TRUE(DecodeText(yaml, &set).ok());
+  ASSERT_EQ(set.pods.size(), 1u);
+  const Pod& p = set.pods[0];
+  EXPECT_EQ(ObjectKey(p.meta), "shop/web-1");
+  EXPECT_EQ(p.meta.creation_unix, 1704164645);
+  EXPECT_TRUE(p.meta.owner_references[0].controller);
+  EXPECT_EQ(p.scheduler_name, "batch");
+  EXPECT_EQ(*p.priority, 7);
+  EXPECT_EQ(p.node_selector.at("disk"), "ssd");
+  EXPECT_EQ(p.overhead.at("cpu").MilliValue(), 10);
+  EXPECT_EQ(p.pod_requests->at("cpu").MilliValue(), 1000);
+  EXPECT_EQ(*p.init_containers[0].restart_policy, "Always");
+  EXPECT_EQ(p.containers[0].requests.at("cpu").MilliValue(), 1500);
+  EXPECT_EQ(p.containers[0].requests.at("nvidia.com/gpu").Value(), 1);
+  EXPECT_EQ(p.containers[0].limits.at("memory").Value(), 2LL << 30);
+  EXPECT_EQ(p.containers[0].ports[0].host_port, 8080);
+  EXPECT_EQ(p.containers[0].ports[0].protocol, "UDP");
+  EXPECT_EQ(p.containers[0].ports[0].host_ip, "10.0.0.1");
+  EXPECT_EQ(*p.tolerations[0].toleration_seconds, 30);
+  const NodeAffinity& na = *p.affinity->node_affinity;
+  EXPECT_EQ(na.required->terms[0].match_expressions[0].values, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(na.required->terms[0].match_fields[0].key, "metadata.name");
+  EXPECT_EQ(na.preferred[0].weight, 5);
+  EXPECT_EQ(na.preferred[0].preference.match_expressions[0].values[0], "3");
+  const WeightedPodAffinityTerm& w = p.affinity->pod_anti_affinity->preferred[0];
+  EXPECT_EQ(w.weight, 10);
+  EXPECT_TRUE(w.term.namespace_selector.has_value());
+  EXPECT_TRUE(w.term.namespace_selector->match_labels.empty());
+  EXPECT_EQ(w.term.match_label_keys[0], "pod-template-hash");
+  const TopologySpreadConstraint& c = p.topology_spread_constraints[0];
+  EXPECT_EQ(c.max_skew, 2);
+  EXPECT_EQ(*c.min_domains, 3);
+  EXPECT_EQ(*c.node_affinity_policy, "Ignore");
+  EXPECT_EQ(p.volumes[0].claim_name, "data-web-1");
+  EXPECT_EQ(p.volumes[1].source, "emptyDir");
+}
+
+TEST(DecodeTest, NodeListMultiDocumentAndWorkloads) {
+  const char* yaml = R"(
+apiVersion: v1
+kind: List
+items:
+  - kind: Node
+    metadata: {name: n1, labels: {topology.kubernetes.io/zone: z1}}
+    spec: {unschedulable: true, taints: [{key: k, value: v, effect: NoExecute}]}
+    status:
+      allocatable: {cpu: 3920m, memory: 15Gi, pods: "110", hugepages-2Mi: "0"}
+      images: [{names: ["nginx@sha256:abc", "nginx:1.27"], sizeBytes: 12345}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {selector: {app: web}}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-abc, namespace: shop}
+spec: {selector: {matchExpressions: [{key: app, operator: In, values: [web]}]}}
+---
+kind: Namespace
+metadata: {name: shop, labels: {team: a}}
+---
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec: {storageClassName: fast}
+)";
+  ObjectSet set;
+  ASSERT_TRUE(DecodeText(yaml, &set).ok());
+  ASSERT_EQ(set.nodes.size(), 1u);
+  EXPECT_TRUE(set.nodes[0].unschedulable);
+  EXPECT_EQ(set.nodes[0].taints[0].effect, "NoExecute");
+  EXPECT_EQ(set.nodes[0].allocatable.at("cpu").MilliValue(), 3920);
+  EXPECT_EQ(set.nodes[0].images[0].size_bytes, 12345);
+  ASSERT_EQ(set.workloads.size(), 2u);
+  EXPECT_EQ(set.workloads[0].selector->match_labels.at("app"), "web");
+  EXPECT_EQ(set.workloads[1].selector->match_expressions[0].op, "In");
+  EXPECT_EQ(set.namespaces[0].meta.labels.at("team"), "a");
+  ASSERT_EQ(set.storage.size(), 1u);
+  EXPECT_EQ(set.storage[0].meta.namespace_, "default");
+}
+
+TEST(DecodeTest, BadInputNamesFileObjectAndField) {
+  struct Case {
+    const char* text;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"kind: Pod\nmetadata: {name: web-1}\nspec: {containers: [{name: c, resources: {requests: {cpu: 12x}}}]}",
+       "pods.yaml: Pod default/web-1: spec.containers[0].resources.requests.cpu: invalid quantity \"12x\""},
+      {"kind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {priority: high}",
+       "pods.yaml: Pod ns/p: spec.priority: expected an integer, got \"high\""},
+      {"kind: Node\nmetadata: {name: n}\nspec: {taints: {key: a}}", "pods.yaml: Node n: spec.taints: expected a list, got object"},
+      {"kind: Pod\nmetadata: {labels: {a: b}}", "pods.yaml: Pod default/<unnamed>: metadata.name: missing"},
+      {"kind: Widget\nmetadata: {name: w}", "pods.yaml: Widget w: kind: unsupported kind \"Widget\""},
+      {"metadata: {name: w}", "pods.yaml: object w: kind: missing"},
+      {"kind: Pod\nmetadata: {name: p, creationTimestamp: yesterday}", "pods.yaml: Pod default/p: metadata.creationTimestamp: invalid time \"yesterday\""},
+      {"kind: Pod\nmetadata: {name: p}\nspec: {containers: [{ports: [{hostPort: 70000}]}]}",
+       "pods.yaml: Pod default/p: spec.containers[0].ports[0].hostPort: out of range: 70000"},
+      {"{\"kind\": \"Pod\", ", "pods.yaml: invalid JSON"},
+      {"kind: Pod\n  metadata: [", "pods.yaml: invalid YAML at line"},
+  };
+  for (const Case& c : cases) {
+    ObjectSet set;
+    absl::Status s = DecodeText(c.text, &set);
+    EXPECT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(std::string(s.message()).find(c.error), std::string::npos) << "got: " << s.message();
+  }
+}
+
+TEST(DecodeTest, UnreadableFileIsNotFound) {
+  ObjectSet set;
+  absl::Status s = DecodeFile("/nonexistent/nodes.json", &set);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(std::string(s.message()).find("/nonexistent/nodes.json"), std::string::npos);
+}
+
+// Every real `kubectl` dump under shared/realworld must be ingested, none silently dropped.
+TEST(DecodeTest, IngestsEveryRealWorldDump) {
+  std::filesystem::path dir = std::filesystem::path(KPLACE_SHARED_DIR) / "realworld";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::string ext = entry.path().extension();
+    if (ext != ".json" && ext != ".yaml") continue;
+    ObjectSet set;
+    int skipped = 0;
+    absl::Status s = DecodeFile(entry.path(), &set, &skipped);
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_GT(set.nodes.size() + set.pods.size(), 0u) << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 20);
+}
+
+}  // namespace
+}  // namespace kplace
