@@ -14,7 +14,6 @@
 // PreFilter/PreScore reduce those into small per-domain tables; Filter and Score gather
 // them through per-node domain-id columns.
 #include <algorithm>
-#include <cstring>
 #include <deque>
 #include <limits>
 #include <map>

@@ -439,8 +439,12 @@ void RunSequence(uint64_t seed, int num_nodes, int zones, int num_pods, int inco
   EngineRunner engine(cluster, args);
   ReferenceRunner reference(cluster, args);
   ObjectSet bound = cluster;
+  std::vector<Pod> templates;
   for (int k = 0; k < incoming; ++k) {
-    Pod pod = g.RandomPod("in" + std::to_string(k), 0.85, 0.02);
+    // Replicas of earlier pods reuse their term sets, and so the engine's cached tables.
+    Pod pod = !templates.empty() && g.Chance(0.4) ? g.Pick(templates) : g.RandomPod("in", 0.85, 0.02);
+    templates.push_back(pod);
+    pod.meta.name = "in" + std::to_string(k);
     const bool feasible_only = g.Chance(0.5);
     Outcome e = engine.Run(pod, feasible_only);
     Outcome r = reference.Run(pod, feasible_only);
@@ -474,6 +478,23 @@ TEST(InterPodAffinityTest, EngineMatchesReferenceLargeClustersAfterManyBinds) {
   RunSequence(101, 2000, 10, 2500, 40);
   if (HasFatalFailure()) return;
   RunSequence(102, 800, 3, 1200, 120);
+}
+
+TEST(InterPodAffinityTest, CudaMatchesOmpAcrossBinds) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  Gen g(4242);
+  ObjectSet cluster = g.Cluster(1500, 7, 2000);
+  PluginArgs args = Args(2);
+  EngineRunner omp(cluster, args, {}, engine::Backend::kOmp);
+  EngineRunner cuda(cluster, args, {}, engine::Backend::kCuda);
+  for (int k = 0; k < 60; ++k) {
+    Pod pod = g.RandomPod("in" + std::to_string(k), 0.85, 0.02);
+    Outcome o = omp.Run(pod, k % 2 == 0);
+    ASSERT_EQ(DiffOutcomes(cuda.Run(pod, k % 2 == 0), o), "") << k;
+    int32_t node = g.Int(0, 1499);
+    omp.Bind(pod, node);
+    cuda.Bind(pod, node);
+  }
 }
 
 TEST(InterPodAffinityTest, ReplicasSpreadByHostnameAntiAffinity) {
