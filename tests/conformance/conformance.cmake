@@ -2,6 +2,8 @@
 # backend and on the scalar reference. A plugin's engineer adds its folder here once
 # every case in it passes (or is waived in waivers.txt with evidence).
 set(KPLACE_CONFORMANCE_FOLDERS
+  nodeaffinity
+  imagelocality
   interpodaffinity
 )
 
