@@ -17,6 +17,8 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"bench", "benchmark scheduling on a synthetic cluster, engine vs reference (default job)", RunBench},
+    {"schedule", "schedule pending pods onto a cluster snapshot; write placements", RunSchedule},
+    {"explain", "schedule and explain each decision per node and plugin", RunExplain},
     {"gen", "write a synthetic cluster as Kubernetes JSON", RunGen},
     {"conform", "run conformance cases on the engine or the reference", RunConform},
 };

@@ -4,4 +4,6 @@ namespace kplace::cli {
 int RunBench(int argc, char** argv);
 int RunGen(int argc, char** argv);
 int RunConform(int argc, char** argv);
+int RunSchedule(int argc, char** argv);
+int RunExplain(int argc, char** argv);
 }  // namespace kplace::cli

@@ -1,0 +1,360 @@
+// `kplace schedule` and `kplace explain`: a real snapshot plus pending pods in, placements out.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "kplace/cli/commands.h"
+#include "kplace/cli/flags.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/model/decode.h"
+
+namespace kplace::cli {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kAnnotationPrefix[] = "kube-scheduler-simulator.sigs.k8s.io/";
+
+void EmitYaml(YAML::Emitter& out, const json& j) {
+  if (j.is_object()) {
+    out << YAML::BeginMap;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out << YAML::Key << it.key() << YAML::Value;
+      EmitYaml(out, it.value());
+    }
+    out << YAML::EndMap;
+  } else if (j.is_array()) {
+    out << YAML::BeginSeq;
+    for (const json& e : j) EmitYaml(out, e);
+    out << YAML::EndSeq;
+  } else if (j.is_string()) {
+    out << YAML::DoubleQuoted << j.get<std::string>();
+  } else if (j.is_null()) {
+    out << YAML::Null;
+  } else {
+    out << j.dump();
+  }
+}
+
+std::string ToYaml(const json& j) {
+  YAML::Emitter out;
+  EmitYaml(out, j);
+  return std::string(out.c_str()) + "\n";
+}
+
+// The simulator's per-pod annotations (filter, score, final score, selected node).
+json Annotations(const cycle::Placement& p, const std::vector<std::string>& filter_plugins) {
+  json filter = json::object(), score = json::object(), final_score = json::object();
+  const cycle::Explanation& ex = *p.explanation;
+  for (const cycle::NodeExplanation& n : ex.nodes) {
+    json verdicts = json::object();
+    for (const std::string& plugin : filter_plugins) {
+      if (plugin == n.filter_plugin) {
+        verdicts[plugin] = n.filter.Message();
+        break;
+      }
+      verdicts[plugin] = "passed";
+    }
+    filter[n.node] = verdicts;
+    if (!n.scored) continue;
+    json raw = json::object(), weighted = json::object();
+    for (size_t k = 0; k < ex.score_plugins.size(); ++k) {
+      if (ex.score_skipped.size() > k && ex.score_skipped[k]) continue;
+      raw[ex.score_plugins[k]] = std::to_string(n.raw[k]);
+      weighted[ex.score_plugins[k]] = std::to_string(n.weighted[k]);
+    }
+    score[n.node] = raw;
+    final_score[n.node] = weighted;
+  }
+  std::string prefix = kAnnotationPrefix;
+  json a = {{prefix + "filter-result", filter.dump()},
+            {prefix + "score-result", score.dump()},
+            {prefix + "finalscore-result", final_score.dump()}};
+  if (!p.node.empty()) a[prefix + "selected-node"] = p.node;
+  return a;
+}
+
+json PlacementJson(const cycle::Placement& p, bool explain, const std::vector<std::string>& filter_plugins) {
+  json j = {{"pod", p.pod}, {"node", p.node.empty() ? json(nullptr) : json(p.node)}};
+  j["status"] = p.node.empty() ? (p.code == Code::kError ? "Error" : "Unschedulable") : "Scheduled";
+  if (!p.message.empty()) j["message"] = p.message;
+  j["feasibleNodes"] = p.feasible;
+  if (!p.node.empty()) j["score"] = p.score;
+  if (explain && p.explanation) {
+    json nodes = json::array();
+    const cycle::Explanation& ex = *p.explanation;
+    for (const cycle::NodeExplanation& n : ex.nodes) {
+      json node = {{"node", n.node}};
+      if (!n.filter_plugin.empty()) {
+        node["filter"] = {{"plugin", n.filter_plugin}, {"code", CodeName(n.filter.code)}, {"reasons", n.filter.reasons}};
+      } else {
+        node["filter"] = "passed";
+      }
+      if (n.scored) {
+        json plugins = json::object();
+        for (size_t k = 0; k < ex.score_plugins.size(); ++k) {
+          plugins[ex.score_plugins[k]] = {{"raw", n.raw[k]},
+                                          {"normalized", n.normalized[k]},
+                                          {"weight", ex.weights[k]},
+                                          {"weighted", n.weighted[k]},
+                                          {"skipped", ex.score_skipped.size() > k && ex.score_skipped[k]}};
+        }
+        node["scores"] = plugins;
+        node["finalScore"] = n.total;
+      }
+      nodes.push_back(node);
+    }
+    j["nodes"] = nodes;
+    j["annotations"] = Annotations(p, filter_plugins);
+  }
+  return j;
+}
+
+// kube-scheduler's -v=10 lines for one cycle.
+void PrintKlog(const cycle::Placement& p, FILE* out) {
+  if (!p.explanation) return;
+  const cycle::Explanation& ex = *p.explanation;
+  for (const cycle::NodeExplanation& n : ex.nodes) {
+    if (!n.scored) continue;
+    for (size_t k = 0; k < ex.score_plugins.size(); ++k) {
+      if (ex.score_skipped.size() > k && ex.score_skipped[k]) continue;  // not in upstream's Scores list
+      std::fprintf(out, "\"Plugin scored node for pod\" pod=\"%s\" plugin=\"%s\" node=\"%s\" score=%lld\n", p.pod.c_str(),
+                   ex.score_plugins[k].c_str(), n.node.c_str(), static_cast<long long>(n.weighted[k]));
+    }
+  }
+  for (const cycle::NodeExplanation& n : ex.nodes) {
+    if (!n.scored) continue;
+    std::fprintf(out, "\"Calculated node's final score for pod\" pod=\"%s\" node=\"%s\" score=%lld\n", p.pod.c_str(),
+                 n.node.c_str(), static_cast<long long>(n.total));
+  }
+}
+
+std::string OwnerOf(const Pod& p) {
+  for (const OwnerReference& o : p.meta.owner_references) {
+    if (o.controller) return p.meta.namespace_ + "/" + o.kind + "/" + o.name;
+  }
+  return "";
+}
+
+// Replicas per workload that survive the loss of the worst node, zone and region.
+json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const Pod*, std::string>>& placed) {
+  std::map<std::string, const Node*> nodes;
+  for (const Node& n : cluster.nodes) nodes[n.meta.name] = &n;
+  struct Counts {
+    int64_t total = 0;
+    std::map<std::string, int64_t> node, zone, region;
+  };
+  std::map<std::string, Counts> by_owner;
+  auto add = [&](const Pod& p, const std::string& node) {
+    std::string owner = OwnerOf(p);
+    auto it = nodes.find(node);
+    if (owner.empty() || it == nodes.end()) return;
+    Counts& c = by_owner[owner];
+    const Labels& l = it->second->meta.labels;
+    auto label = [&](const char* key) { auto f = l.find(key); return f == l.end() ? std::string() : f->second; };
+    ++c.total;
+    ++c.node[node];
+    ++c.zone[label("topology.kubernetes.io/zone")];
+    ++c.region[label("topology.kubernetes.io/region")];
+  };
+  for (const Pod& p : cluster.pods) {
+    if (!p.node_name.empty()) add(p, p.node_name);
+  }
+  for (const auto& [pod, node] : placed) add(*pod, node);
+  json out = json::array();
+  auto worst = [](const std::map<std::string, int64_t>& m) {
+    int64_t w = 0;
+    for (const auto& [k, v] : m) w = std::max(w, v);
+    return w;
+  };
+  for (const auto& [owner, c] : by_owner) {
+    out.push_back({{"workload", owner},
+                   {"replicas", c.total},
+                   {"survivingWorstNodeLoss", c.total - worst(c.node)},
+                   {"survivingWorstZoneLoss", c.total - worst(c.zone)},
+                   {"survivingWorstRegionLoss", c.total - worst(c.region)}});
+  }
+  return out;
+}
+
+int Schedule(int argc, char** argv, bool explain_command) {
+  Flags flags(explain_command ? "explain" : "schedule",
+              explain_command
+                  ? "Schedules like `kplace schedule` and explains each decision: per node, each plugin's filter\n"
+                    "verdict, raw, normalized and weighted score and the final score, as JSON/YAML, as\n"
+                    "kube-scheduler-simulator annotations (in the output), and as kube-scheduler -v=10 lines (--klog)."
+                  : "Reads a cluster snapshot (`kubectl get -o json|yaml` of nodes, pods, namespaces, services,\n"
+                    "workloads, storage objects) and pending pods, schedules the pending pods in queue order with the\n"
+                    "default profile or --config, and writes each placement (pod -> node, or the unschedulable message).");
+  auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; repeatable)");
+  auto& pod_files = flags.List("pods", "pending pods file (repeatable); pods without spec.nodeName in --cluster are pending too");
+  std::string& config_file = flags.String("config", "", "KubeSchedulerConfiguration file (default: the v1.37 default profile)");
+  std::string& output = flags.String("output", "json", "json, yaml, or pods (the pending pods with spec.nodeName set)");
+  std::string& out_file = flags.String("output-file", "-", "where to write (- for stdout)");
+  std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
+  bool& use_reference = flags.Bool("reference", "use the scalar reference instead of the engine");
+  std::string& tie_break = flags.String("tie-break", "heap", "heap (upstream >= 1.35) or random (<= 1.34, seeded)");
+  int64_t& seed = flags.Int("seed", 1, "seed for --tie-break=random");
+  bool& explain_flag = flags.Bool("explain", "include per-node, per-plugin verdicts and scores");
+  bool& klog = flags.Bool("klog", "also print kube-scheduler -v=10 score lines to stderr (with --explain)");
+  bool& report = flags.Bool("report", "add per-workload replicas surviving the worst node, zone and region loss");
+  if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
+  bool explain = explain_command || explain_flag;
+  if (cluster_files.empty()) {
+    std::fprintf(stderr, "kplace %s: --cluster is required (see --help)\n", explain_command ? "explain" : "schedule");
+    return 2;
+  }
+  if (output != "json" && output != "yaml" && output != "pods") {
+    std::fprintf(stderr, "kplace schedule: --output must be json, yaml or pods, got \"%s\"\n", output.c_str());
+    return 2;
+  }
+  cycle::Options options;
+  options.reference = use_reference;
+  options.explain = explain;
+  options.seed = static_cast<uint64_t>(seed);
+  if (tie_break == "random") {
+    options.tie_break = cycle::TieBreak::kRandom;
+  } else if (tie_break != "heap") {
+    std::fprintf(stderr, "kplace schedule: --tie-break must be heap or random\n");
+    return 2;
+  }
+  if (!use_reference && !ParseBackend(backend, &options.backend)) return 2;
+
+  ObjectSet cluster;
+  for (const std::string& f : cluster_files) {
+    int skipped = 0;
+    absl::Status s = DecodeFile(f, &cluster, &skipped);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    if (skipped) std::fprintf(stderr, "kplace schedule: %s: %d objects of kinds scheduling does not read were skipped\n", f.c_str(), skipped);
+  }
+  // Pending pods: every pod without a node, from --pods and from the cluster files; the
+  // raw JSON is kept for --output=pods.
+  std::vector<Pod> pending;
+  std::vector<json> pending_json;
+  for (const std::string& f : pod_files) {
+    ObjectSet set;
+    absl::Status s = DecodeFile(f, &set);
+    if (!s.ok()) {
+      std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
+      return 1;
+    }
+    for (Pod& p : set.pods) {
+      if (p.node_name.empty()) pending.push_back(std::move(p));
+      else cluster.pods.push_back(std::move(p));
+    }
+  }
+  {
+    std::vector<Pod> bound;
+    for (Pod& p : cluster.pods) {
+      if (!p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") bound.push_back(std::move(p));
+      else pending.push_back(std::move(p));
+    }
+    cluster.pods = std::move(bound);
+  }
+  if (output == "pods") {
+    std::vector<std::string> all_files = pod_files;
+    all_files.insert(all_files.end(), cluster_files.begin(), cluster_files.end());
+    std::map<std::string, json> by_key;
+    std::function<void(const json&)> collect = [&](const json& d) {
+      if (!d.is_object()) return;
+      if (d.contains("items") && d["items"].is_array()) {
+        for (const json& item : d["items"]) collect(item);
+        return;
+      }
+      if (d.value("kind", "") != "Pod" && !(d.contains("spec") && d["spec"].contains("containers"))) return;
+      auto pod = DecodePod(d, "");
+      if (pod.ok()) by_key[ObjectKey(pod->meta)] = d;
+    };
+    for (const std::string& f : all_files) {
+      std::ifstream in(f);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto docs = ParseDocuments(text, f);
+      if (docs.ok()) for (const json& d : *docs) collect(d);
+    }
+    for (const Pod& p : pending) pending_json.push_back(by_key[ObjectKey(p.meta)]);
+  }
+
+  SchedulerConfig config = DefaultSchedulerConfig();
+  if (!config_file.empty()) {
+    auto c = LoadSchedulerConfig(config_file);
+    if (!c.ok()) {
+      std::fprintf(stderr, "kplace schedule: %s\n", std::string(c.status().message()).c_str());
+      return 1;
+    }
+    config = *c;
+  }
+  auto scheduler = cycle::Scheduler::Create(cluster, config, options);
+  if (!scheduler.ok()) {
+    std::fprintf(stderr, "kplace schedule: %s\n", std::string(scheduler.status().message()).c_str());
+    return 1;
+  }
+  std::vector<size_t> order = cycle::QueueOrder(pending);
+  std::vector<cycle::Placement> placements;
+  for (size_t k = 0; k < order.size(); ++k) {
+    placements.push_back((*scheduler)->Schedule(pending[order[k]]));
+    if (klog) PrintKlog(placements.back(), stderr);
+    if (order.size() >= 1000 && (k + 1) % 1000 == 0) {
+      std::fprintf(stderr, "kplace schedule: %zu/%zu pods\n", k + 1, order.size());
+    }
+  }
+
+  std::map<std::string, std::vector<std::string>> filter_plugins;
+  for (const Profile& p : config.profiles) filter_plugins[p.scheduler_name] = p.filter;
+  json doc;
+  if (output == "pods") {
+    doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+    for (size_t k = 0; k < order.size(); ++k) {
+      json pod = pending_json[order[k]];
+      if (!placements[k].node.empty()) pod["spec"]["nodeName"] = placements[k].node;
+      if (explain && placements[k].explanation) {
+        for (auto& [key, value] : Annotations(placements[k], filter_plugins[pending[order[k]].scheduler_name]).items()) {
+          pod["metadata"]["annotations"][key] = value;
+        }
+      }
+      doc["items"].push_back(pod);
+    }
+  } else {
+    json list = json::array();
+    int64_t scheduled = 0;
+    std::vector<std::pair<const Pod*, std::string>> placed;
+    for (size_t k = 0; k < order.size(); ++k) {
+      list.push_back(PlacementJson(placements[k], explain, filter_plugins[pending[order[k]].scheduler_name]));
+      if (!placements[k].node.empty()) {
+        ++scheduled;
+        placed.push_back({&pending[order[k]], placements[k].node});
+      }
+    }
+    doc = {{"placements", list},
+           {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", order.size() - scheduled},
+                        {"nodes", cluster.nodes.size()}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
+    if (report) doc["report"] = SurvivalReport(cluster, placed);
+  }
+  std::string text = output == "yaml" ? ToYaml(doc) : doc.dump(2) + "\n";
+  if (out_file == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    std::ofstream out(out_file);
+    out << text;
+    if (!out) {
+      std::fprintf(stderr, "kplace schedule: cannot write %s\n", out_file.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunSchedule(int argc, char** argv) { return Schedule(argc, argv, false); }
+int RunExplain(int argc, char** argv) { return Schedule(argc, argv, true); }
+
+}  // namespace kplace::cli
