@@ -2,9 +2,16 @@
 # backend and on the scalar reference. A plugin's engineer adds its folder here once
 # every case in it passes (or is waived in waivers.txt with evidence).
 set(KPLACE_CONFORMANCE_FOLDERS
+  podtopologyspread
+  tainttoleration
+  nodeunschedulable
+  nodename
+  nodeports
   nodeaffinity
   imagelocality
   interpodaffinity
+  noderesources
+  seed
 )
 
 set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)
