@@ -34,5 +34,5 @@ foreach(folder IN LISTS KPLACE_CONFORMANCE_FOLDERS)
            COMMAND $<TARGET_FILE:kplace> conform ${KPLACE_CONFORMANCE_DIR}/${folder}
                    --reference --waivers ${KPLACE_CONFORMANCE_WAIVERS})
   set_tests_properties(conformance.${folder}.omp conformance.${folder}.reference
-                       PROPERTIES LABELS conformance TIMEOUT 300)
+                       PROPERTIES LABELS conformance TIMEOUT 300 ENVIRONMENT OMP_WAIT_POLICY=passive)
 endforeach()
