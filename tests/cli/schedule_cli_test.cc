@@ -1,0 +1,180 @@
+// End-to-end scenarios through `kplace schedule` / `kplace explain`, as a user runs them.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kplace/cli/cli.h"
+
+namespace kplace {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+class ScheduleCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kplace-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const json& doc) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << doc.dump(1);
+    return path;
+  }
+
+  // Runs kplace with `args`; returns the exit status and parses --output-file into *out.
+  int Run(std::vector<std::string> args, json* out) {
+    std::string out_path = (dir_ / "out.json").string();
+    args.insert(args.begin(), "kplace");
+    args.push_back("--output-file");
+    args.push_back(out_path);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    int rc = cli::Main(static_cast<int>(argv.size()), argv.data());
+    if (rc == 0) *out = json::parse(std::ifstream(out_path));
+    return rc;
+  }
+
+  static json List(const json& items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}}; }
+  static json Node(const std::string& name, const json& labels = json::object(), const json& taints = json::array()) {
+    json l = labels;
+    l["kubernetes.io/hostname"] = name;
+    return {{"kind", "Node"},
+            {"metadata", {{"name", name}, {"labels", l}}},
+            {"spec", {{"taints", taints}}},
+            {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}}}}};
+  }
+  static json Pod(const std::string& name, const std::string& cpu, const json& extra_spec = json::object()) {
+    json spec = {{"containers", json::array({{{"name", "c"}, {"image", "app:1"}, {"resources", {{"requests", {{"cpu", cpu}, {"memory", "256Mi"}}}}}}})}};
+    spec.update(extra_spec);
+    return {{"kind", "Pod"}, {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"app", "web"}}}}}, {"spec", spec}};
+  }
+
+  fs::path dir_;
+};
+
+// The worked examples of shared/conformance/pipeline, as cluster + pending-pod files.
+TEST_F(ScheduleCliTest, WorkedExamplesThroughExplain) {
+  for (const char* file : {"001-worked-example-explicit-spread.json", "002-worked-example-default-spread.json"}) {
+    fs::path path = fs::path(KPLACE_SHARED_DIR) / "conformance" / "pipeline" / file;
+    if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+    json c = json::parse(std::ifstream(path));
+    json items = json::array();
+    for (json n : c["nodes"]) items.push_back((n["kind"] = "Node", n));
+    for (json p : c["pods"]) items.push_back((p["kind"] = "Pod", p));
+    const std::map<std::string, std::string> kinds = {{"services", "Service"}, {"replicaSets", "ReplicaSet"},
+                                                      {"statefulSets", "StatefulSet"}, {"namespaces", "Namespace"},
+                                                      {"replicationControllers", "ReplicationController"}};
+    for (const auto& [key, kind] : kinds) {
+      if (!c["objects"].contains(key)) continue;
+      for (json o : c["objects"][key]) items.push_back((o["kind"] = kind, o));
+    }
+    json pod = c["pod"];
+    pod["kind"] = "Pod";
+    std::string cluster = Write("cluster.json", List(items));
+    std::string pods = Write("pods.json", List(json::array({pod})));
+    for (bool reference : {false, true}) {
+      json out;
+      std::vector<std::string> args = {"explain", "--cluster", cluster, "--pods", pods};
+      if (reference) args.push_back("--reference");
+      ASSERT_EQ(Run(args, &out), 0) << file;
+      const json& placement = out["placements"][0];
+      EXPECT_EQ(placement["node"], c["expect"]["selected"]) << file;
+      for (const json& n : placement["nodes"]) {
+        std::string node = n["node"];
+        EXPECT_EQ(n["finalScore"], c["expect"]["finalScore"][node]) << file << " " << node;
+        for (auto& [plugin, scores] : c["expect"]["pluginScores"].items()) {
+          EXPECT_EQ(n["scores"][plugin]["normalized"], scores[node]) << file << " " << plugin << " " << node;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ScheduleCliTest, GpuTaintTakesOnlyToleratingPods) {
+  json nodes = json::array({Node("cpu-1"), Node("gpu-1", json::object(),
+                                                 json::array({{{"key", "hardware"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}))});
+  json tolerating = Pod("trainer", "3", {{"tolerations", json::array({{{"key", "hardware"}, {"operator", "Equal"}, {"value", "gpu"}, {"effect", "NoSchedule"}}})}});
+  json pods = json::array({Pod("web-0", "3"), Pod("web-1", "3"), tolerating});
+  json out;
+  ASSERT_EQ(Run({"schedule", "--cluster", Write("c.json", List(nodes)), "--pods", Write("p.json", List(pods))}, &out), 0);
+  std::map<std::string, json> by_pod;
+  for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+  EXPECT_EQ(by_pod["default/web-0"]["node"], "cpu-1");
+  EXPECT_TRUE(by_pod["default/web-1"]["node"].is_null());
+  EXPECT_EQ(by_pod["default/web-1"]["message"],
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).");
+  EXPECT_EQ(by_pod["default/trainer"]["node"], "gpu-1");
+}
+
+TEST_F(ScheduleCliTest, TooBigPodStaysPendingWithAggregatedReason) {
+  json nodes = json::array({Node("a"), Node("b"), Node("c")});
+  json out;
+  ASSERT_EQ(Run({"schedule", "--cluster", Write("c.json", List(nodes)), "--pods", Write("p.json", List(json::array({Pod("huge", "64")})))}, &out), 0);
+  EXPECT_TRUE(out["placements"][0]["node"].is_null());
+  EXPECT_EQ(out["placements"][0]["message"], "0/3 nodes are available: 3 Insufficient cpu.");
+  EXPECT_EQ(out["summary"]["unschedulable"], 1);
+}
+
+TEST_F(ScheduleCliTest, ZoneSpreadLandsTwoPerZoneAndReportCountsSurvivors) {
+  json nodes = json::array();
+  for (int z = 0; z < 3; ++z) {
+    for (int k = 0; k < 2; ++k) {
+      nodes.push_back(Node("z" + std::to_string(z) + "-n" + std::to_string(k),
+                           {{"topology.kubernetes.io/zone", "zone-" + std::to_string(z)}, {"topology.kubernetes.io/region", "r1"}}));
+    }
+  }
+  json spread = {{"topologySpreadConstraints",
+                  json::array({{{"maxSkew", 1}, {"topologyKey", "topology.kubernetes.io/zone"}, {"whenUnsatisfiable", "DoNotSchedule"},
+                                {"labelSelector", {{"matchLabels", {{"app", "web"}}}}}}})}};
+  json pods = json::array();
+  for (int i = 0; i < 6; ++i) {
+    json p = Pod("web-" + std::to_string(i), "100m", spread);
+    p["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web"}, {"uid", "u"}, {"controller", true}}});
+    pods.push_back(p);
+  }
+  for (bool reference : {false, true}) {
+    json out;
+    std::vector<std::string> args = {"schedule", "--report", "--cluster", Write("c.json", List(nodes)), "--pods", Write("p.json", List(pods))};
+    if (reference) args.push_back("--reference");
+    ASSERT_EQ(Run(args, &out), 0);
+    std::map<std::string, int> per_zone;
+    for (const json& p : out["placements"]) ++per_zone[p["node"].get<std::string>().substr(0, 2)];
+    EXPECT_EQ(per_zone, (std::map<std::string, int>{{"z0", 2}, {"z1", 2}, {"z2", 2}}));
+    ASSERT_EQ(out["report"].size(), 1u);
+    EXPECT_EQ(out["report"][0]["replicas"], 6);
+    EXPECT_EQ(out["report"][0]["survivingWorstZoneLoss"], 4);
+    EXPECT_EQ(out["report"][0]["survivingWorstNodeLoss"], 5);
+    EXPECT_EQ(out["report"][0]["survivingWorstRegionLoss"], 0);
+  }
+}
+
+TEST_F(ScheduleCliTest, BadInputNamesTheFieldAndFails) {
+  json bad = Pod("web-1", "12x");
+  json out;
+  std::string pods = Write("pods.yaml", List(json::array({bad})));
+  EXPECT_EQ(Run({"schedule", "--cluster", Write("c.json", List(json::array({Node("a")}))), "--pods", pods}, &out), 1);
+  EXPECT_EQ(Run({"schedule", "--bogus"}, &out), 2);
+  EXPECT_EQ(Run({"schedule"}, &out), 2);
+}
+
+TEST_F(ScheduleCliTest, OutputPodsSetsNodeName) {
+  json out;
+  ASSERT_EQ(Run({"schedule", "--output", "pods", "--cluster", Write("c.json", List(json::array({Node("a")}))), "--pods",
+                 Write("p.json", List(json::array({Pod("web-0", "1")})))},
+                &out),
+            0);
+  EXPECT_EQ(out["kind"], "List");
+  EXPECT_EQ(out["items"][0]["spec"]["nodeName"], "a");
+  EXPECT_EQ(out["items"][0]["metadata"]["name"], "web-0");
+}
+
+}  // namespace
+}  // namespace kplace
