@@ -1,6 +1,12 @@
 // The per-pod framework, compiled once per backend.
 #include <algorithm>
 
+#include <thrust/gather.h>
+#include <thrust/scatter.h>
+#if defined(KPLACE_BACKEND_OMP)
+#include <omp.h>
+#endif
+
 #include "kernels/backend.cuh"
 #include "kplace/engine/framework.h"
 
@@ -24,6 +30,30 @@ struct FirstFailureFn {
     return thrust::make_tuple(plugin, code);
   }
 };
+
+#if defined(KPLACE_BACKEND_OMP)
+/** Runs the Thrust calls made in its lifetime on the calling thread (an OpenMP team of
+ *  one) when `active`: for a window of a few hundred nodes, waking the team costs more
+ *  than the work. */
+class SerialScope {
+ public:
+  explicit SerialScope(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SerialScope() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  int saved_;
+};
+#else
+struct SerialScope {
+  explicit SerialScope(bool) {}
+};
+#endif
 
 struct AddWeightedFn {
   int64_t weight;
@@ -131,6 +161,14 @@ class BackendFramework final : public engine::Framework {
       one.status = p->PreFilter(pod, *snapshot_, &one.nodes, &one.restricts);
       if (!one.restricts) one.nodes.clear();
       std::sort(one.nodes.begin(), one.nodes.end());
+      if (one.restricts) {
+        if (const std::vector<std::string>* names = p->PreFilterNodeNames()) {
+          one.names = *names;
+        } else {
+          for (NodeIndex i : one.nodes) one.names.push_back(snapshot_->node(i).meta.name);
+        }
+        std::sort(one.names.begin(), one.names.end());
+      }
       out.push_back(std::move(one));
     }
     return out;
@@ -179,21 +217,7 @@ class BackendFramework final : public engine::Framework {
     out.normalized = out.raw;
     out.total.assign(count, 0);
     out.pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
-    for (size_t i = 0; i < pre_score_.size(); ++i) {
-      engine::Plugin* p = pre_score_[i];
-      PluginStatus s = p->PreScore(*pod_, *snapshot_, feasible);
-      out.pre_score_status[i] = s;
-      if (s.IsSkip()) {
-        for (size_t k = 0; k < score_.size(); ++k) {
-          if (score_[k] == p) out.skipped[k] = true;
-        }
-        continue;
-      }
-      if (!s.IsSuccess()) {
-        out.status = PluginStatus::Error("running PreScore plugin \"" + std::string(p->Name()) + "\": " + s.Message());
-        return out;
-      }
-    }
+    if (!RunPreScore(feasible, &out)) return out;
     Upload(feasible, &nodes_);
     scores_.resize(count);
     total_.assign(count, int64_t{0});
@@ -213,9 +237,188 @@ class BackendFramework final : public engine::Framework {
   void Bind(const Pod& pod, NodeIndex node) override {
     // The controller owns the snapshot; it records the pod before notifying plugins.
     for (auto& [name, plugin] : by_name_) plugin->OnBind(pod, node, *snapshot_);
+    // What the current run keeps about `node` is stale now.
+    run_dirty_.push_back(node);
+    for (ScoreCache& c : run_scores_) {
+      if (static_cast<size_t>(node) < c.valid.size()) c.valid[node] = 0;
+    }
+  }
+
+  void BeginRun() override {
+    run_filter_valid_ = false;
+    run_dirty_.clear();
+    for (ScoreCache& c : run_scores_) c.valid.clear();
+  }
+
+  const FilterResult& FilterRun(const PreFilterResult& pre) override {
+    const int32_t n = snapshot_->num_nodes();
+    std::vector<bool> local_skip(filter_.size(), true);  // node-local plugins this pod runs
+    bool any_other = false;
+    for (size_t f = 0; f < filter_.size(); ++f) {
+      if (pre.skip_filter[f]) continue;
+      if (filter_[f]->NodeLocal()) {
+        local_skip[f] = false;
+      } else {
+        any_other = true;
+      }
+    }
+    if (!run_filter_valid_ || local_skip != run_local_skip_) {
+      FirstFailure(local_skip, n, &run_local_);
+      run_local_skip_ = local_skip;
+      run_filter_valid_ = true;
+      run_dirty_.clear();
+    } else if (!run_dirty_.empty()) {
+      RefreshDirty(local_skip);
+    }
+    if (!any_other) return run_local_;
+    // Plugins that are not node-local run on every node; per node the earlier plugin in
+    // Filter order wins, as in Filter.
+    std::vector<bool> other_skip(filter_.size(), true);
+    for (size_t f = 0; f < filter_.size(); ++f) other_skip[f] = pre.skip_filter[f] || filter_[f]->NodeLocal();
+    FirstFailure(other_skip, n, &run_merged_);
+    for (int32_t i = 0; i < n; ++i) {
+      int16_t l = run_local_.failed_plugin[i];
+      if (l != 0 && (run_merged_.failed_plugin[i] == 0 || l < run_merged_.failed_plugin[i])) {
+        run_merged_.failed_plugin[i] = l;
+        run_merged_.code[i] = run_local_.code[i];
+      }
+    }
+    return run_merged_;
+  }
+
+  ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) override {
+    ScoreResult out;
+    const int32_t count = static_cast<int32_t>(feasible.size());
+    out.skipped.assign(score_.size(), false);
+    if (!RunPreScore(feasible, &out)) return out;
+    SerialScope serial(count <= kSerialWindow);
+    Upload(feasible, &nodes_);
+    scores_.resize(count);
+    total_.assign(count, int64_t{0});
+    if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
+    for (size_t k = 0; k < score_.size(); ++k) {
+      if (out.skipped[k]) continue;
+      if (score_[k]->NodeLocal()) {
+        CachedRawScores(k, feasible);
+      } else {
+        score_[k]->Score(Ptr(nodes_), count, Ptr(scores_));
+      }
+      score_[k]->NormalizeScore(count, Ptr(scores_));
+      thrust::transform(policy(), total_.begin(), total_.end(), scores_.begin(), total_.begin(),
+                        AddWeightedFn{profile_.score[k].weight});
+    }
+    out.total.resize(count);
+    thrust::copy(total_.begin(), total_.end(), out.total.begin());
+    return out;
   }
 
  private:
+  // Up to this many nodes, batched per-pod work runs on the calling thread: on the omp
+  // backend waking the team costs more than the work (no effect on cuda).
+  static constexpr int32_t kSerialWindow = 8192;
+
+  /** Raw scores of one node-local score plugin, per node, for the current run. */
+  struct ScoreCache {
+    std::vector<uint8_t> valid;  // host; empty until the run first scores with the plugin
+    vector<int64_t> raw;         // backend, indexed by node
+  };
+
+  /** PreScore of every PreScore plugin, in order; false (with out->status) on an error. */
+  bool RunPreScore(const std::vector<NodeIndex>& feasible, ScoreResult* out) {
+    for (size_t i = 0; i < pre_score_.size(); ++i) {
+      engine::Plugin* p = pre_score_[i];
+      PluginStatus s = p->PreScore(*pod_, *snapshot_, feasible);
+      if (!out->pre_score_status.empty()) out->pre_score_status[i] = s;
+      if (s.IsSkip()) {
+        for (size_t k = 0; k < score_.size(); ++k) {
+          if (score_[k] == p) out->skipped[k] = true;
+        }
+        continue;
+      }
+      if (!s.IsSuccess()) {
+        out->status = PluginStatus::Error("running PreScore plugin \"" + std::string(p->Name()) + "\": " + s.Message());
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** First failure per node over the Filter plugins not marked in `skip`, into host `out`. */
+  void FirstFailure(const std::vector<bool>& skip, int32_t n, FilterResult* out) {
+    failed_.assign(n, int16_t{0});
+    code_.assign(n, VerdictCode{0});
+    codes_.resize(n);
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(failed_.begin(), code_.begin()));
+    for (size_t f = 0; f < filter_.size(); ++f) {
+      if (skip[f]) continue;
+      filter_[f]->Filter(n, Ptr(codes_));
+      thrust::transform(policy(), first, first + n, codes_.begin(), first, FirstFailureFn{static_cast<int16_t>(f + 1)});
+    }
+    out->failed_plugin.resize(n);
+    out->code.resize(n);
+    thrust::copy(failed_.begin(), failed_.end(), out->failed_plugin.begin());
+    thrust::copy(code_.begin(), code_.end(), out->code.begin());
+  }
+
+  /** Re-evaluates the node-local Filter plugins on the nodes bound since the last call. */
+  void RefreshDirty(const std::vector<bool>& local_skip) {
+    std::sort(run_dirty_.begin(), run_dirty_.end());
+    run_dirty_.erase(std::unique(run_dirty_.begin(), run_dirty_.end()), run_dirty_.end());
+    const int32_t d = static_cast<int32_t>(run_dirty_.size());
+    SerialScope serial(d <= kSerialWindow);
+    Upload(run_dirty_, &dirty_nodes_);
+    dirty_failed_.assign(d, int16_t{0});
+    dirty_code_.assign(d, VerdictCode{0});
+    dirty_codes_.resize(d);
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(dirty_failed_.begin(), dirty_code_.begin()));
+    for (size_t f = 0; f < filter_.size(); ++f) {
+      if (local_skip[f]) continue;
+      if (!filter_[f]->FilterNodes(Ptr(dirty_nodes_), d, Ptr(dirty_codes_))) {
+        const int32_t n = snapshot_->num_nodes();
+        codes_.resize(n);
+        filter_[f]->Filter(n, Ptr(codes_));
+        thrust::gather(policy(), dirty_nodes_.begin(), dirty_nodes_.end(), codes_.begin(), dirty_codes_.begin());
+      }
+      thrust::transform(policy(), first, first + d, dirty_codes_.begin(), first,
+                        FirstFailureFn{static_cast<int16_t>(f + 1)});
+    }
+    std::vector<int16_t> failed(d);
+    std::vector<VerdictCode> code(d);
+    thrust::copy(dirty_failed_.begin(), dirty_failed_.end(), failed.begin());
+    thrust::copy(dirty_code_.begin(), dirty_code_.end(), code.begin());
+    for (int32_t j = 0; j < d; ++j) {
+      run_local_.failed_plugin[run_dirty_[j]] = failed[j];
+      run_local_.code[run_dirty_[j]] = code[j];
+    }
+    run_dirty_.clear();
+  }
+
+  /** Fills scores_ with score plugin k's raw scores of `feasible` from the run's cache,
+   *  scoring the nodes it does not hold yet. */
+  void CachedRawScores(size_t k, const std::vector<NodeIndex>& feasible) {
+    const int32_t n = snapshot_->num_nodes();
+    ScoreCache& c = run_scores_[k];
+    if (c.valid.empty()) {
+      c.valid.assign(n, 0);
+      c.raw.resize(n);
+    }
+    missing_.clear();
+    for (NodeIndex i : feasible) {
+      if (!c.valid[i]) {
+        c.valid[i] = 1;
+        missing_.push_back(i);
+      }
+    }
+    if (!missing_.empty()) {
+      const int32_t m = static_cast<int32_t>(missing_.size());
+      Upload(missing_, &missing_nodes_);
+      missing_scores_.resize(m);
+      score_[k]->Score(Ptr(missing_nodes_), m, Ptr(missing_scores_));
+      thrust::scatter(policy(), missing_scores_.begin(), missing_scores_.end(), missing_nodes_.begin(), c.raw.begin());
+    }
+    thrust::gather(policy(), nodes_.begin(), nodes_.end(), c.raw.begin(), scores_.begin());
+  }
+
   void StartPod(const Pod& pod) {
     pod_ = &pod;
     for (auto& [name, plugin] : by_name_) plugin->StartPod(pod, *snapshot_);
@@ -238,6 +441,19 @@ class BackendFramework final : public engine::Framework {
   vector<VerdictCode> code_, codes_;
   vector<NodeIndex> nodes_;
   vector<int64_t> scores_, total_;
+
+  // The current batched run (BeginRun): node-local Filter plugins' first failure per node
+  // on the host, the nodes bound since it was last brought up to date, and per score plugin
+  // the raw scores kept so far.
+  bool run_filter_valid_ = false;
+  std::vector<bool> run_local_skip_;
+  FilterResult run_local_, run_merged_;
+  std::vector<NodeIndex> run_dirty_, missing_;
+  std::vector<ScoreCache> run_scores_;
+  vector<NodeIndex> dirty_nodes_, missing_nodes_;
+  vector<int16_t> dirty_failed_;
+  vector<VerdictCode> dirty_code_, dirty_codes_;
+  vector<int64_t> missing_scores_;
 };
 
 }  // namespace

@@ -280,6 +280,7 @@ class NodeAffinity final : public engine::Plugin {
     }
     if (all_names.empty()) return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kReasonConflict);
     *restricts = true;
+    restricted_names_.assign(all_names.begin(), all_names.end());
     nodes->clear();
     for (const std::string& name : all_names) {
       NodeIndex i = s.FindNode(name);
@@ -289,7 +290,16 @@ class NodeAffinity final : public engine::Plugin {
     return PluginStatus::Success();
   }
 
+  // Upstream reports the names from the term, whether or not such nodes exist.
+  const std::vector<std::string>* PreFilterNodeNames() const override { return &restricted_names_; }
+
   void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, NaFilterFn{slots_.View(), filter_}); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, NaFilterFn{slots_.View(), filter_});
+    return true;
+  }
+  // Node labels and names never change while scheduling.
+  bool NodeLocal() const override { return true; }
 
   PluginStatus Verdict(VerdictCode code) const override {
     return PluginStatus::Make(Code::kUnschedulableAndUnresolvable,
@@ -331,6 +341,8 @@ class NodeAffinity final : public engine::Plugin {
 
  private:
   explicit NodeAffinity(NodeAffinityArgs args) : args_(std::move(args)) {}
+
+  std::vector<std::string> restricted_names_;  // the last PreFilter's restriction, by name
 
   bool HasAddedRequired() const { return args_.added_affinity && args_.added_affinity->required; }
 

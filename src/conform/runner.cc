@@ -375,24 +375,21 @@ absl::StatusOr<Observed> ObserveEnginePlugins(const Case& c, engine::Backend bac
   Observed got;
 
   // Engine plugins compile the pod at PreFilter, so it runs whatever is asserted.
-  std::optional<std::vector<NodeIndex>> allowed;
+  std::optional<std::vector<std::string>> allowed;  // by name, as upstream's PreFilterResult
   for (const engine::PluginPreFilter& one : fw->PreFilterEach(c.pod)) {
     KeepFirstFailure(&got.pre_filter, one.status);
     if (!one.restricts) continue;
     if (!allowed) {
-      allowed = one.nodes;
+      allowed = one.names;
     } else {
-      std::vector<NodeIndex> both;
-      std::set_intersection(allowed->begin(), allowed->end(), one.nodes.begin(), one.nodes.end(),
+      std::vector<std::string> both;
+      std::set_intersection(allowed->begin(), allowed->end(), one.names.begin(), one.names.end(),
                             std::back_inserter(both));
       allowed = std::move(both);
     }
   }
   got.pre_filter_restricts = allowed.has_value();
-  if (allowed) {
-    for (NodeIndex i : *allowed) got.pre_filter_nodes.push_back(snapshot.node(i).meta.name);
-    std::sort(got.pre_filter_nodes.begin(), got.pre_filter_nodes.end());
-  }
+  if (allowed) got.pre_filter_nodes = *allowed;
 
   if (!e.filter.empty()) {
     const std::vector<std::vector<engine::VerdictCode>> codes = fw->FilterEach();

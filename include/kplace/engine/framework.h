@@ -30,6 +30,7 @@ struct PluginPreFilter {
   PluginStatus status;
   bool restricts = false;
   std::vector<NodeIndex> nodes;  // sorted, when restricts
+  std::vector<std::string> names;  // sorted node names, when restricts (absent nodes included)
 };
 
 struct FilterResult {
@@ -83,6 +84,20 @@ class Framework {
 
   /** Records a binding: the snapshot gets the pod, plugins update their columns. */
   virtual void Bind(const Pod& pod, NodeIndex node) = 0;
+
+  // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
+  // signature; within it, node-local plugins (Plugin::NodeLocal) keep their verdicts and
+  // raw scores per node, and only nodes bound since (through Bind) are evaluated again.
+  // Every other plugin runs in full for every pod, as in Filter and Score.
+
+  /** Starts a run: the next FilterRun and ScoreRun evaluate every node they need afresh. */
+  virtual void BeginRun() = 0;
+  /** Filter(pre) for the current pod of the run. The result is owned by the framework and
+   *  valid until the next call of FilterRun, Bind or BeginRun. */
+  virtual const FilterResult& FilterRun(const PreFilterResult& pre) = 0;
+  /** Score(feasible) for the current pod of the run, with `total` and `status` only (raw,
+   *  normalized and pre_score_status are left empty). */
+  virtual ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) = 0;
 };
 
 /** True when a CUDA device is usable in this process (false when built without CUDA). */

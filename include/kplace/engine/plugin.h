@@ -43,6 +43,9 @@ class Plugin {
                                  bool* /*restricts*/) {
     return PluginStatus::Success();
   }
+  /** The node names the last PreFilter restricted to, as upstream's PreFilterResult holds
+   *  them (names absent from the snapshot included); null when it reports only indices. */
+  virtual const std::vector<std::string>* PreFilterNodeNames() const { return nullptr; }
   /** Writes a verdict code for every node in [0, num_nodes). */
   virtual void Filter(int32_t /*num_nodes*/, VerdictCode* /*codes*/) {}
   /** The status a non-zero verdict code stands for. */
@@ -59,6 +62,26 @@ class Plugin {
   virtual void NormalizeScore(int32_t /*count*/, int64_t* /*scores*/) {}
   /** Called after the snapshot records `pod` on `node`; update node columns. */
   virtual void OnBind(const Pod&, NodeIndex, const Snapshot&) {}
+
+  /**
+   * True when binding a pod to node h can change this plugin's answers for node h alone.
+   * Precisely, for a fixed pod:
+   *  - StartPod, PreFilter and PreScore give the same outcome (status, Skip, node
+   *    restriction, and parameters with the same meaning) whatever was bound meanwhile;
+   *  - Filter's verdict and Score's raw score for node i depend only on node i's own state
+   *    (its Node object and the pods bound to it) and on state no bind changes;
+   *  - OnBind(pod, h) changes what Filter and Score report for node h only;
+   *  - NormalizeScore reads only the scores it is given.
+   * The batched cycle (kplace/cycle/batch.h) then keeps this plugin's verdicts and raw
+   * scores across consecutive pods of one scheduling signature and re-evaluates only the
+   * nodes bound since; normalization still runs per pod over that pod's feasible window.
+   * Default false: the plugin is re-evaluated on every node for every pod.
+   */
+  virtual bool NodeLocal() const { return false; }
+  /** Verdict codes of the `count` nodes listed in `nodes` (backend memory), exactly as
+   *  Filter writes them. Returns false when the plugin only filters all nodes at once (the
+   *  default); the framework then runs Filter and gathers. */
+  virtual bool FilterNodes(const NodeIndex* /*nodes*/, int32_t /*count*/, VerdictCode* /*codes*/) { return false; }
 };
 
 using PluginFactory = std::function<std::unique_ptr<Plugin>(const PluginArgs&, const FeatureGates&,
