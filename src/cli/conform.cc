@@ -89,9 +89,10 @@ int RunConform(int argc, char** argv) {
   std::string& backend =
       flags.String("backend", "auto", "engine backend: auto (cuda when a device is visible), omp or cuda");
   bool& reference = flags.Bool("reference", "run the scalar reference instead of the engine");
-  std::string& waiver_file = flags.String("waivers", "",
+  std::string& waiver_file = flags.String("waivers", KPLACE_DEFAULT_WAIVERS,
                                           "cases that may fail: a case file (relative to shared/conformance) "
-                                          "or case name per line, '#' starts a comment");
+                                          "or case name per line, '#' starts a comment; 'none' for no waivers "
+                                          "(default: the project's tests/conformance/waivers.txt)");
   bool& verbose = flags.Bool("verbose", "also print passing cases, and every mismatch of a failing case");
   std::vector<std::string>& paths = flags.Positional("PATH", "case files or folders of them");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
@@ -105,7 +106,9 @@ int RunConform(int argc, char** argv) {
   if (!reference && !ParseBackend(backend, &run.backend)) return 2;
 
   std::vector<std::string> waivers;
-  if (!waiver_file.empty()) {
+  // The built-in default is the source tree's list; a moved binary simply runs without it.
+  bool default_missing = waiver_file == KPLACE_DEFAULT_WAIVERS && !std::ifstream(waiver_file).good();
+  if (!waiver_file.empty() && waiver_file != "none" && !default_missing) {
     absl::StatusOr<std::vector<std::string>> loaded = LoadWaivers(waiver_file);
     if (!loaded.ok()) {
       std::fprintf(stderr, "kplace conform: %s\n", std::string(loaded.status().message()).c_str());
