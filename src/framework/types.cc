@@ -26,6 +26,7 @@ const std::map<std::string, bool>& DefaultGates() {
       {"MatchLabelKeysInPodTopologySpread", true},
       {"NodeInclusionPolicyInPodTopologySpread", true},
       {"StorageCapacityScoring", true},
+      {"VolumeLimitScaling", true},  // beta, on at v1.37 (volumes.md §6)
       {"VolumeCapacityPriority", false},
       {"ImageVolume", true},
       {"SchedulerAsyncPreemption", true},

@@ -338,7 +338,11 @@ void DecodeVolumeSource(const std::string& source, const json& s, Volume* v) {
     v->disk_id = StrCat(pool.empty() ? "rbd" : pool, "/", image);
   }
   if (source == "iscsi") v->disk_id = StrCat(str("iqn"), "/", s.is_object() && s.contains("lun") ? s["lun"].dump() : "0");
-  if (source == "iscsi" || source == "rbd") v->source_json = s.dump();
+  // Storage plugins read more of these sources (rbd monitors, iscsi iqn, CSI handles).
+  if (source == "iscsi" || source == "rbd" || source == "azureDisk" || source == "cinder" ||
+      source == "portworxVolume") {
+    v->source_json = s.dump();
+  }
 }
 
 absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string& p, Pod* pod) {

@@ -12,6 +12,8 @@ set(KPLACE_CONFORMANCE_FOLDERS
   interpodaffinity
   noderesources
   seed
+  volumerestrictions
+  volumezone
 )
 
 set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)
