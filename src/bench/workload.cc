@@ -31,11 +31,15 @@ absl::StatusOr<int32_t> Count(const json& j, std::string_view file, std::string_
   return static_cast<int32_t>(j.get<int64_t>());
 }
 
-absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const std::string& field) {
+absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const std::string& field,
+                                     bool count_required) {
   if (!j.is_object()) return Bad(file, field, "expected an object");
   PodGroup g;
-  if (!j.contains("count")) return Bad(file, field + ".count", "missing");
-  KPLACE_ASSIGN_OR_RETURN(g.count, Count(j["count"], file, field + ".count"));
+  if (j.contains("count")) {
+    KPLACE_ASSIGN_OR_RETURN(g.count, Count(j["count"], file, field + ".count"));
+  } else if (count_required) {
+    return Bad(file, field + ".count", "missing (and the workload has no variants)");
+  }
   if (j.contains("namespace")) {
     if (!j["namespace"].is_string()) return Bad(file, field + ".namespace", "expected a string");
     g.namespace_ = j["namespace"].get<std::string>();
@@ -45,7 +49,74 @@ absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const
   return g;
 }
 
+absl::StatusOr<std::vector<std::string>> Strings(const json& j, std::string_view file, const std::string& field) {
+  if (!j.is_array()) return Bad(file, field, "expected a list of strings");
+  std::vector<std::string> out;
+  for (const json& v : j) {
+    if (!v.is_string()) return Bad(file, field, StrCat("expected a list of strings, got ", v.dump()));
+    out.push_back(v.get<std::string>());
+  }
+  if (out.empty()) return Bad(file, field, "expected at least one value");
+  return out;
+}
+
+absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, const std::string& field,
+                                      size_t num_init_groups) {
+  if (!j.is_object()) return Bad(file, field, "expected an object {name, nodes, init, measured}");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    static const char* kKnown[] = {"name", "nodes", "init", "measured", "threshold", "upstream"};
+    if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; }) ==
+        std::end(kKnown)) {
+      return Bad(file, StrCat(field, ".", it.key()), "unknown field");
+    }
+  }
+  Variant v;
+  if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
+    return Bad(file, field + ".name", "expected a non-empty string");
+  }
+  v.name = j["name"].get<std::string>();
+  if (!j.contains("nodes")) return Bad(file, field + ".nodes", "missing");
+  KPLACE_ASSIGN_OR_RETURN(v.nodes, Count(j["nodes"], file, field + ".nodes"));
+  if (!j.contains("measured")) return Bad(file, field + ".measured", "missing");
+  KPLACE_ASSIGN_OR_RETURN(v.measured, Count(j["measured"], file, field + ".measured"));
+  if (j.contains("init")) {
+    const json& init = j["init"];
+    if (init.is_array()) {
+      if (init.size() != num_init_groups) {
+        return Bad(file, field + ".init", StrCat("expected ", num_init_groups, " counts (one per init group), got ", init.size()));
+      }
+      for (size_t i = 0; i < init.size(); ++i) {
+        KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(init[i], file, StrCat(field, ".init[", i, "]")));
+        v.init.push_back(c);
+      }
+    } else {
+      KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(init, file, field + ".init"));
+      v.init.assign(num_init_groups, c);  // upstream's initPods applies to every createPods op
+    }
+  } else if (num_init_groups > 0) {
+    return Bad(file, field + ".init", "missing");
+  }
+  if (j.contains("threshold")) {
+    if (!j["threshold"].is_number() || j["threshold"].get<double>() < 0) {
+      return Bad(file, field + ".threshold", "expected a non-negative number (pods/s)");
+    }
+    v.threshold = j["threshold"].get<double>();
+  }
+  if (j.contains("upstream")) {
+    if (!j["upstream"].is_boolean()) return Bad(file, field + ".upstream", "expected true or false");
+    v.upstream = j["upstream"].get<bool>();
+  }
+  return v;
+}
+
 }  // namespace
+
+const Variant* Workload::FindVariant(const std::string& n) const {
+  for (const Variant& v : variants) {
+    if (v.name == n) return &v;
+  }
+  return nullptr;
+}
 
 absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view file) {
   if (!doc.is_object()) return Bad(file, "workload", "expected an object");
@@ -53,15 +124,23 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   if (!doc.contains("name") || !doc["name"].is_string()) return Bad(file, "name", "expected a string");
   w.name = doc["name"].get<std::string>();
   if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"].get<std::string>();
+  const bool has_variants = doc.contains("variants");
   if (!doc.contains("nodes") || !doc["nodes"].is_object()) return Bad(file, "nodes", "expected an object");
   const json& nodes = doc["nodes"];
-  if (!nodes.contains("count")) return Bad(file, "nodes.count", "missing");
-  KPLACE_ASSIGN_OR_RETURN(w.num_nodes, Count(nodes["count"], file, "nodes.count"));
-  if (nodes.contains("zones")) {
-    if (!nodes["zones"].is_array()) return Bad(file, "nodes.zones", "expected a list of strings");
-    for (const json& z : nodes["zones"]) {
-      if (!z.is_string()) return Bad(file, "nodes.zones", "expected a list of strings");
-      w.zones.push_back(z.get<std::string>());
+  if (nodes.contains("count")) {
+    KPLACE_ASSIGN_OR_RETURN(w.num_nodes, Count(nodes["count"], file, "nodes.count"));
+  } else if (!has_variants) {
+    return Bad(file, "nodes.count", "missing (and the workload has no variants)");
+  }
+  if (nodes.contains("zones")) {  // shorthand for labels: {topology.kubernetes.io/zone: [...]}
+    KPLACE_ASSIGN_OR_RETURN(auto zones, Strings(nodes["zones"], file, "nodes.zones"));
+    w.node_labels.emplace_back("topology.kubernetes.io/zone", std::move(zones));
+  }
+  if (nodes.contains("labels")) {
+    if (!nodes["labels"].is_object()) return Bad(file, "nodes.labels", "expected a map of label key to a list of values");
+    for (auto it = nodes["labels"].begin(); it != nodes["labels"].end(); ++it) {
+      KPLACE_ASSIGN_OR_RETURN(auto values, Strings(it.value(), file, StrCat("nodes.labels.", it.key())));
+      w.node_labels.emplace_back(it.key(), std::move(values));
     }
   }
   w.node_template = nodes.contains("template") ? nodes["template"] : json::object();
@@ -73,18 +152,78 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   if (doc.contains("init")) {
     if (!doc["init"].is_array()) return Bad(file, "init", "expected a list");
     for (size_t i = 0; i < doc["init"].size(); ++i) {
-      KPLACE_ASSIGN_OR_RETURN(PodGroup g, DecodeGroup(doc["init"][i], file, StrCat("init[", i, "]")));
+      KPLACE_ASSIGN_OR_RETURN(PodGroup g, DecodeGroup(doc["init"][i], file, StrCat("init[", i, "]"), !has_variants));
       w.init.push_back(std::move(g));
     }
   }
   if (!doc.contains("measured")) return Bad(file, "measured", "missing");
-  KPLACE_ASSIGN_OR_RETURN(w.measured, DecodeGroup(doc["measured"], file, "measured"));
+  KPLACE_ASSIGN_OR_RETURN(w.measured, DecodeGroup(doc["measured"], file, "measured", !has_variants));
+  if (has_variants) {
+    if (!doc["variants"].is_array() || doc["variants"].empty()) return Bad(file, "variants", "expected a non-empty list");
+    for (size_t i = 0; i < doc["variants"].size(); ++i) {
+      KPLACE_ASSIGN_OR_RETURN(Variant v, DecodeVariant(doc["variants"][i], file, StrCat("variants[", i, "]"), w.init.size()));
+      if (w.FindVariant(v.name)) return Bad(file, StrCat("variants[", i, "].name"), StrCat("duplicate \"", v.name, "\""));
+      w.variants.push_back(std::move(v));
+    }
+    std::string def = w.variants[0].name;
+    if (doc.contains("default")) {
+      if (!doc["default"].is_string()) return Bad(file, "default", "expected a variant name");
+      def = doc["default"].get<std::string>();
+    }
+    if (absl::Status s = ApplyVariant(w, def); !s.ok()) return Bad(file, "default", std::string(s.message()));
+    // nodes.count and group counts, when given, must agree with the default variant.
+    if (nodes.contains("count") && nodes["count"].get<int64_t>() != w.num_nodes) {
+      return Bad(file, "nodes.count", StrCat("is ", nodes["count"].dump(), " but the default variant \"", def,
+                                             "\" has ", w.num_nodes, " nodes"));
+    }
+  } else {
+    NameVariant(w);
+  }
   return w;
+}
+
+absl::Status ApplyVariant(Workload& w, const std::string& name) {
+  const Variant* v = w.FindVariant(name);
+  if (!v) {
+    std::string names;
+    for (const Variant& x : w.variants) names += (names.empty() ? "" : ", ") + x.name;
+    return absl::NotFoundError(StrCat("workload ", w.name, " has no variant \"", name, "\" (has: ",
+                                      names.empty() ? "none" : names, ")"));
+  }
+  w.num_nodes = v->nodes;
+  for (size_t g = 0; g < w.init.size() && g < v->init.size(); ++g) w.init[g].count = v->init[g];
+  w.measured.count = v->measured;
+  w.variant = v->name;
+  return absl::OkStatus();
+}
+
+bool SelectNodes(Workload& w, int32_t nodes) {
+  if (ApplyVariant(w, StrCat(nodes, "Nodes")).ok()) return true;
+  for (const Variant& v : w.variants) {
+    if (v.nodes == nodes) return ApplyVariant(w, v.name).ok();
+  }
+  w.num_nodes = nodes;  // counts stay those of the current variant; NameVariant renames
+  return false;
+}
+
+void NameVariant(Workload& w) {
+  for (const Variant& v : w.variants) {
+    bool same = v.nodes == w.num_nodes && v.measured == w.measured.count && v.init.size() == w.init.size();
+    for (size_t g = 0; same && g < w.init.size(); ++g) same = v.init[g] == w.init[g].count;
+    if (same) {
+      w.variant = v.name;
+      return;
+    }
+  }
+  int64_t init = 0;
+  for (const PodGroup& g : w.init) init += g.count;
+  w.variant = StrCat(w.num_nodes, "Nodes_", init, "Init_", w.measured.count, "Pods");
 }
 
 std::vector<std::string> BuiltinWorkloads() {
   std::vector<std::string> out;
   for (int i = 0; i < kNumEmbeddedWorkloads; ++i) out.push_back(kEmbeddedWorkloads[i].name);
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -97,7 +236,6 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
       return DecodeWorkloadSpec(docs[0], file);
     }
   }
-  ObjectSet unused;
   std::string text;
   {
     FILE* f = std::fopen(name_or_path.c_str(), "rb");
@@ -120,13 +258,19 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
   ObjectSet out;
   out.nodes.reserve(w.num_nodes);
+  // Decode the template once and stamp names and labels: decoding 50,000 copies would
+  // dominate set-up. Label values that vary are stamped as strings, as the decoder keeps them.
+  json tmpl = w.node_template;
+  tmpl["metadata"]["name"] = "node-template";
+  tmpl["metadata"]["labels"]["kubernetes.io/hostname"] = "node-template";
+  for (const auto& [key, values] : w.node_labels) tmpl["metadata"]["labels"][key] = values[0];
+  KPLACE_ASSIGN_OR_RETURN(Node base, DecodeNode(tmpl, StrCat("workload ", w.name, " node template")));
   for (int32_t i = 0; i < w.num_nodes; ++i) {
-    json node = w.node_template;
+    Node n = base;
     std::string name = StrCat("node-", i);
-    node["metadata"]["name"] = name;
-    node["metadata"]["labels"]["kubernetes.io/hostname"] = name;
-    if (!w.zones.empty()) node["metadata"]["labels"]["topology.kubernetes.io/zone"] = w.zones[i % w.zones.size()];
-    KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(node, StrCat("workload ", w.name)));
+    n.meta.name = name;
+    n.meta.labels["kubernetes.io/hostname"] = name;
+    for (const auto& [key, values] : w.node_labels) n.meta.labels[key] = values[i % values.size()];
     out.nodes.push_back(std::move(n));
   }
   for (const json& ns : w.namespaces) {
@@ -136,11 +280,12 @@ absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
   return out;
 }
 
-absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::string& prefix) {
+absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::string& prefix, int64_t first_creation) {
   std::vector<Pod> out;
   out.reserve(group.count);
   // Decode the template once and stamp names: decoding 50,000 copies would dominate.
   json pod = group.pod_template;
+  pod["metadata"].erase("generateName");
   pod["metadata"]["name"] = prefix;
   pod["metadata"]["namespace"] = group.namespace_;
   KPLACE_ASSIGN_OR_RETURN(Pod base, DecodePod(pod, "workload template"));
@@ -148,7 +293,7 @@ absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::str
     Pod p = base;
     p.meta.name = StrCat(prefix, "-", i);
     p.meta.uid = StrCat(prefix, "-uid-", i);
-    p.meta.creation_unix = base.meta.creation_unix + i;
+    p.meta.creation_unix = base.meta.creation_unix + first_creation + i;
     out.push_back(std::move(p));
   }
   return out;
