@@ -1,7 +1,14 @@
 #include "kplace/bench/runner.h"
 
+#include <malloc.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -9,16 +16,36 @@
 #include "kplace/engine/plugin.h"
 #include "kplace/reference/plugin.h"
 
+#ifdef KPLACE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace kplace::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(q * (v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// scheduler_perf's percentile: sorted[ceil(n*X/100) - 1].
+double Perc(const std::vector<double>& sorted, int x) {
+  if (sorted.empty()) return 0;
+  size_t n = sorted.size();
+  size_t i = static_cast<size_t>(std::ceil(static_cast<double>(n * x) / 100.0));
+  return sorted[std::min(n, std::max<size_t>(i, 1)) - 1];
+}
+
+// Device memory in use (cuda), -1 when not measurable.
+int64_t DeviceBytesInUse(engine::Backend backend) {
+#ifdef KPLACE_HAVE_CUDA
+  if (backend == engine::Backend::kCuda) {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) return static_cast<int64_t>(total_bytes - free_bytes);
+  }
+#else
+  (void)backend;
+#endif
+  return -1;
 }
 
 // The default profile, less plugins not yet built on both sides (reported, never hidden).
@@ -43,93 +70,273 @@ SchedulerConfig BuiltDefaultConfig(engine::Backend backend, std::vector<std::str
   return config;
 }
 
-absl::StatusOr<std::vector<cycle::Placement>> Measure(const ObjectSet& cluster, const SchedulerConfig& config,
-                                                      const cycle::Options& options, const std::vector<Pod>& pods,
-                                                      const BenchOptions& bench, RunStats* stats) {
+struct Measured {
+  std::vector<cycle::Placement> placements;  // queue order
+  std::vector<double> end_seconds;           // per attempted pod, from the phase start
+};
+
+// Creates a scheduler over `cluster` and schedules `pods` in queue order, stopping after
+// `budget` seconds when positive.
+absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig& config, const cycle::Options& options,
+                                 const std::vector<Pod>& pods, double budget, double window, engine::Backend backend,
+                                 const BenchOptions& bench, RunStats* stats) {
+  stats->peak_rss_reset = ResetPeakRss();
+  int64_t heap0 = HeapBytesInUse();
+  int64_t dev0 = DeviceBytesInUse(backend);
+  auto setup = Clock::now();
   KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(cluster, config, options));
-  std::vector<cycle::Placement> out;
-  out.reserve(pods.size());
-  std::vector<double> latencies;
+  stats->setup_seconds = Seconds(Clock::now() - setup);
+  int64_t heap1 = HeapBytesInUse();
+  stats->state_bytes = heap1 - heap0;
+  if (dev0 >= 0) stats->device_bytes = DeviceBytesInUse(backend) - dev0;
+
+  Measured out;
+  out.placements.reserve(pods.size());
+  out.end_seconds.reserve(pods.size());
+  std::vector<double> latencies, done;
   latencies.reserve(pods.size());
   std::vector<size_t> order = cycle::QueueOrder(pods);
   auto start = Clock::now();
   auto last_report = start;
   for (size_t k = 0; k < order.size(); ++k) {
     auto t0 = Clock::now();
-    out.push_back(scheduler->Schedule(pods[order[k]]));
+    out.placements.push_back(scheduler->Schedule(pods[order[k]]));
     auto t1 = Clock::now();
     latencies.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-    if (!out.back().node.empty()) ++stats->scheduled;
+    double at = Seconds(t1 - start);
+    out.end_seconds.push_back(at);
+    if (!out.placements.back().node.empty()) {
+      ++stats->scheduled;
+      done.push_back(at);
+    }
     if (bench.progress && t1 - last_report > std::chrono::seconds(2)) {
       bench.progress(stats->side, static_cast<int64_t>(k + 1), static_cast<int64_t>(order.size()));
       last_report = t1;
     }
+    if (budget > 0 && at > budget && k + 1 < order.size()) {
+      stats->capped = true;
+      break;
+    }
   }
-  stats->seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  stats->pods = static_cast<int64_t>(pods.size());
+  stats->seconds = Seconds(Clock::now() - start);
+  stats->growth_bytes = HeapBytesInUse() - heap1;
+  stats->peak_rss_bytes = PeakRssBytes();
+  stats->pods = static_cast<int64_t>(out.placements.size());
   stats->pods_per_second = stats->seconds > 0 ? stats->pods / stats->seconds : 0;
-  stats->p50_us = Percentile(latencies, 0.50);
-  stats->p90_us = Percentile(latencies, 0.90);
-  stats->p99_us = Percentile(latencies, 0.99);
+  stats->throughput = ComputeThroughput(done, stats->seconds, window > 0 ? window : AutoWindow(stats->seconds));
+  if (stats->throughput.samples == 0 && stats->seconds > 0) {
+    // Too short for even one window: every bucket holds the overall rate.
+    double r = stats->scheduled / stats->seconds;
+    stats->throughput.average = stats->throughput.perc50 = stats->throughput.perc90 = r;
+    stats->throughput.perc95 = stats->throughput.perc99 = r;
+  }
+  std::sort(latencies.begin(), latencies.end());
+  stats->mean_us = latencies.empty() ? 0 : std::accumulate(latencies.begin(), latencies.end(), 0.0) / latencies.size();
+  stats->p50_us = Perc(latencies, 50);
+  stats->p90_us = Perc(latencies, 90);
+  stats->p95_us = Perc(latencies, 95);
+  stats->p99_us = Perc(latencies, 99);
   return out;
 }
 
 }  // namespace
 
+int64_t CurrentRssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : 0;
+}
+
+int64_t HeapBytesInUse() {
+  // glibc: bytes handed out by malloc (main arena) plus mmapped blocks (all large
+  // allocations, e.g. node columns); RSS would miss memory reused from earlier frees.
+  struct mallinfo2 mi = mallinfo2();
+  return static_cast<int64_t>(mi.uordblks + mi.hblkhd);
+}
+
+int64_t PeakRssBytes() {
+  struct rusage ru {};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+bool ResetPeakRss() {
+  // Linux >= 4.0: writing 5 to clear_refs resets the peak RSS (VmHWM, ru_maxrss) to the
+  // current RSS.
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  ok = std::fclose(f) == 0 && ok;
+  return ok;
+}
+
+double AutoWindow(double phase_seconds) {
+  if (phase_seconds >= 10) return 1.0;
+  // 0.5 s, 0.2 s, 0.1 s, 50 ms, ... down to 10 us.
+  static const double kSteps[] = {0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001,
+                                  0.0005, 0.0002, 0.0001, 0.00005, 0.00002, 0.00001};
+  for (double w : kSteps) {
+    if (phase_seconds / w >= 10) return w;
+  }
+  return kSteps[sizeof(kSteps) / sizeof(kSteps[0]) - 1];
+}
+
+Throughput ComputeThroughput(const std::vector<double>& done_seconds, double end, double window) {
+  Throughput out;
+  out.window_seconds = window;
+  if (window <= 0) return out;
+  std::vector<double> samples;
+  bool started = false;
+  int64_t last_count = 0, skipped = 0;
+  double last_time = 0;
+  size_t seen = 0;
+  // Ticks at k * window while the phase runs; the partial window at the end is not sampled.
+  for (int64_t k = 1;; ++k) {
+    double now = static_cast<double>(k) * window;
+    if (now > end) break;
+    while (seen < done_seconds.size() && done_seconds[seen] <= now) ++seen;
+    int64_t scheduled = static_cast<int64_t>(seen);
+    if (scheduled == 0) continue;
+    if (!started) {  // the first tick that sees a pod is the baseline, not a sample
+      started = true;
+      last_count = scheduled;
+      last_time = now;
+      continue;
+    }
+    int64_t fresh = scheduled - last_count;
+    if (fresh == 0) {
+      ++skipped;
+      continue;
+    }
+    double rate = static_cast<double>(fresh) / (now - last_time);
+    for (int64_t i = 0; i <= skipped; ++i) samples.push_back(rate);
+    last_count = scheduled;
+    last_time = now;
+    skipped = 0;
+  }
+  out.samples = static_cast<int64_t>(samples.size());
+  if (samples.empty()) return out;
+  std::sort(samples.begin(), samples.end());
+  out.average = std::accumulate(samples.begin(), samples.end(), 0.0) / samples.size();
+  out.perc50 = Perc(samples, 50);
+  out.perc90 = Perc(samples, 90);
+  out.perc95 = Perc(samples, 95);
+  out.perc99 = Perc(samples, 99);
+  return out;
+}
+
 absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& options) {
   BenchResult result;
   result.workload = w.name;
+  result.variant = w.variant;
   result.nodes = w.num_nodes;
+  for (const Variant& v : w.variants) {
+    if (v.threshold) result.thresholds.push_back(v);
+  }
   SchedulerConfig config = BuiltDefaultConfig(options.backend, &result.missing_plugins);
   KPLACE_ASSIGN_OR_RETURN(ObjectSet cluster, BuildCluster(w));
 
-  // Init pods are placed by the engine once; both measured runs start from that state.
+  // Init pods are placed by the engine, group after group as upstream's createPods ops
+  // (each op waits for its pods); both measured runs start from that state. Creation
+  // times keep increasing across groups so queue order is op order.
   cycle::Options engine_options;
   engine_options.backend = options.backend;
+  int64_t creation = 0;
   {
-    std::vector<Pod> init;
+    auto start = Clock::now();
     for (size_t g = 0; g < w.init.size(); ++g) {
-      KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> pods, BuildPods(w.init[g], StrCat("init", g)));
-      init.insert(init.end(), pods.begin(), pods.end());
-    }
-    if (!init.empty()) {
+      KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> init, BuildPods(w.init[g], StrCat("init", g), creation));
+      creation += w.init[g].count;
+      if (init.empty()) continue;
       RunStats init_stats;
-      init_stats.side = "init pods";
-      KPLACE_ASSIGN_OR_RETURN(auto placed, Measure(cluster, config, engine_options, init, options, &init_stats));
+      init_stats.side = w.init.size() > 1 ? StrCat("init pods (group ", g + 1, "/", w.init.size(), ")") : "init pods";
+      KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(cluster, config, engine_options, init, 0, 1.0, options.backend,
+                                                       options, &init_stats));
       std::vector<size_t> order = cycle::QueueOrder(init);
       for (size_t k = 0; k < order.size(); ++k) {
-        if (placed[k].node.empty()) continue;
+        ++result.init_pods;
+        if (placed.placements[k].node.empty()) continue;
+        ++result.init_scheduled;
         Pod p = init[order[k]];
-        p.node_name = placed[k].node;
+        p.node_name = placed.placements[k].node;
         cluster.pods.push_back(std::move(p));
       }
     }
+    result.init_seconds = Seconds(Clock::now() - start);
   }
-  KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> measured, BuildPods(w.measured, "pod"));
+  KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> measured, BuildPods(w.measured, "pod", creation));
 
   result.engine.side = StrCat("engine (", engine::BackendName(options.backend), ")");
-  KPLACE_ASSIGN_OR_RETURN(auto engine_placements,
-                          Measure(cluster, config, engine_options, measured, options, &result.engine));
+  result.engine.backend = engine::BackendName(options.backend);
+  KPLACE_ASSIGN_OR_RETURN(Measured engine_run, Measure(cluster, config, engine_options, measured, 0,
+                                                       options.window_seconds, options.backend, options, &result.engine));
   if (options.run_reference) {
     cycle::Options ref_options;
     ref_options.reference = true;
     result.reference.side = "reference";
-    KPLACE_ASSIGN_OR_RETURN(auto ref_placements, Measure(cluster, config, ref_options, measured, options, &result.reference));
-    for (size_t k = 0; k < engine_placements.size(); ++k) {
-      const auto& e = engine_placements[k];
-      const auto& r = ref_placements[k];
+    result.reference.backend = "reference";
+    KPLACE_ASSIGN_OR_RETURN(Measured ref_run,
+                            Measure(cluster, config, ref_options, measured, options.reference_budget_seconds,
+                                    options.window_seconds, options.backend, options, &result.reference));
+    result.reference.device_bytes = -1;
+    result.compared = static_cast<int64_t>(ref_run.placements.size());
+    for (size_t k = 0; k < ref_run.placements.size(); ++k) {
+      const auto& e = engine_run.placements[k];
+      const auto& r = ref_run.placements[k];
       if (e.node != r.node || e.message != r.message) {
         if (result.mismatches++ == 0) {
-          result.first_mismatch = StrCat("pod ", e.pod, ": engine \"", e.node.empty() ? e.message : e.node,
-                                         "\" vs reference \"", r.node.empty() ? r.message : r.node, "\"");
+          result.first_mismatch = StrCat("pod ", e.pod, " (#", k + 1, " in queue order): engine \"",
+                                         e.node.empty() ? e.message : e.node, "\" vs reference \"",
+                                         r.node.empty() ? r.message : r.node, "\"");
         }
       }
     }
-    if (result.reference.pods_per_second > 0) {
-      result.speedup = result.engine.pods_per_second / result.reference.pods_per_second;
+    // The ratio over the same pods: the engine's time for the prefix the reference ran.
+    if (result.compared > 0) {
+      double engine_prefix = engine_run.end_seconds[result.compared - 1];
+      double ref_prefix = ref_run.end_seconds[result.compared - 1];
+      if (engine_prefix > 0) result.speedup = ref_prefix / engine_prefix;
     }
   }
   return result;
+}
+
+nlohmann::json DataItems(const std::vector<BenchResult>& results) {
+  using json = nlohmann::json;
+  json items = json::array();
+  for (const BenchResult& r : results) {
+    for (const RunStats* s : {&r.engine, &r.reference}) {
+      if (s->backend.empty()) continue;
+      json labels = {{"Name", StrCat(r.workload, "/", r.variant)}, {"backend", s->backend}};
+      json t = labels;
+      t["Metric"] = "SchedulingThroughput";
+      items.push_back({{"data",
+                        {{"Average", s->throughput.average},
+                         {"Perc50", s->throughput.perc50},
+                         {"Perc90", s->throughput.perc90},
+                         {"Perc95", s->throughput.perc95},
+                         {"Perc99", s->throughput.perc99}}},
+                       {"unit", "pods/s"},
+                       {"labels", t}});
+      json d = labels;
+      d["Metric"] = "SchedulingDuration";
+      items.push_back({{"data", {{"Duration", s->seconds}}}, {"unit", "s"}, {"labels", d}});
+      json a = labels;
+      a["Metric"] = "scheduler_scheduling_attempt_duration_seconds";
+      items.push_back({{"data",
+                        {{"Average", s->mean_us / 1000},
+                         {"Perc50", s->p50_us / 1000},
+                         {"Perc90", s->p90_us / 1000},
+                         {"Perc95", s->p95_us / 1000},
+                         {"Perc99", s->p99_us / 1000}}},
+                       {"unit", "ms"},
+                       {"labels", a}});
+    }
+  }
+  return json{{"version", "v1"}, {"dataItems", items}};
 }
 
 }  // namespace kplace::bench

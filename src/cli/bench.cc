@@ -1,83 +1,312 @@
-// `kplace bench`: scheduler_perf-style workloads, engine vs reference in one run.
+// `kplace bench`: scheduler_perf-style workloads, engine vs reference in one run, and the
+// affinity cost sweep.
+#include <sys/utsname.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "kplace/bench/runner.h"
+#include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
+#include "kplace/common/strings.h"
 #include "kplace/engine/framework.h"
 
 namespace kplace::cli {
+namespace {
+
+bool ParseSeconds(const std::string& flag, const std::string& text, double* out) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || v < 0) {
+    std::fprintf(stderr, "kplace bench: --%s: expected a non-negative number of seconds, got \"%s\"\n", flag.c_str(),
+                 text.c_str());
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+template <typename T>
+bool ParseList(const std::string& flag, const std::string& text, std::vector<T>* out) {
+  out->clear();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0) {
+      std::fprintf(stderr, "kplace bench: --%s: expected a comma-separated list of counts, got \"%s\"\n", flag.c_str(),
+                   text.c_str());
+      return false;
+    }
+    out->push_back(static_cast<T>(v));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return true;
+}
+
+std::string Window(double seconds) {
+  if (seconds >= 1) return StrCat(static_cast<int64_t>(seconds), " s");
+  if (seconds >= 0.001) return StrCat(static_cast<int64_t>(seconds * 1000 + 0.5), " ms");
+  return StrCat(static_cast<int64_t>(seconds * 1e6 + 0.5), " us");
+}
+
+std::string Mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / 1048576.0);
+  return buf;
+}
+
+std::string MachineLine() {
+  struct utsname u {};
+  uname(&u);
+  return StrCat(u.machine, ", ", std::thread::hardware_concurrency(), " hardware threads, OMP_NUM_THREADS=",
+                std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+}
+
+void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options) {
+  std::printf("\n== %s/%s: %d nodes, %lld init pods (%lld placed, %.1f s on the engine), %lld measured pods\n",
+              r.workload.c_str(), r.variant.c_str(), r.nodes, static_cast<long long>(r.init_pods),
+              static_cast<long long>(r.init_scheduled), r.init_seconds, static_cast<long long>(r.engine.pods));
+  if (!r.missing_plugins.empty()) {
+    std::string names;
+    for (const auto& n : r.missing_plugins) names += (names.empty() ? "" : ", ") + n;
+    std::printf("note: default plugins not built yet, left out on both sides: %s\n", names.c_str());
+  }
+  std::printf("%-14s %6s %9s | %9s %9s %9s %9s %6s %7s | %9s %9s %9s | %9s %9s\n", "side", "pods", "scheduled",
+              "pods/s", "avg", "p50", "p99", "window", "samples", "p50 us", "p90 us", "p99 us", "setup s", "peak RSS");
+  for (const bench::RunStats* s : {&r.engine, &r.reference}) {
+    if (s->side.empty()) continue;
+    std::printf("%-14s %6lld %9lld | %9.1f %9.1f %9.1f %9.1f %6s %7lld | %9.1f %9.1f %9.1f | %9.2f %9s\n",
+                s->side.c_str(), static_cast<long long>(s->pods), static_cast<long long>(s->scheduled),
+                s->pods_per_second, s->throughput.average, s->throughput.perc50, s->throughput.perc99,
+                Window(s->throughput.window_seconds).c_str(), static_cast<long long>(s->throughput.samples), s->p50_us,
+                s->p90_us, s->p99_us, s->setup_seconds, Mib(s->peak_rss_bytes).c_str());
+  }
+  for (const bench::RunStats* s : {&r.engine, &r.reference}) {
+    if (s->side.empty()) continue;
+    const double w = s->throughput.window_seconds;
+    if (s->throughput.samples == 0) {
+      std::printf("note: %s: the phase (%.3f s) is shorter than two %s windows; SchedulingThroughput holds the "
+                  "overall rate\n", s->side.c_str(), s->seconds, Window(w).c_str());
+    } else if (w < 1) {
+      std::printf("note: %s: throughput sampled per %s window, not scheduler_perf's 1 s (the phase lasted %.2f s)\n",
+                  s->side.c_str(), Window(w).c_str(), s->seconds);
+    }
+  }
+  std::printf("memory (heap): engine state %s host (%.0f bytes/node), +%s over the measured pods (%.0f bytes/pod)",
+              Mib(r.engine.state_bytes).c_str(), r.nodes ? static_cast<double>(r.engine.state_bytes) / r.nodes : 0.0,
+              Mib(r.engine.growth_bytes).c_str(),
+              r.engine.pods ? static_cast<double>(r.engine.growth_bytes) / r.engine.pods : 0.0);
+  if (r.engine.device_bytes >= 0) {
+    std::printf("; device %s (%.0f bytes/node)", Mib(r.engine.device_bytes).c_str(),
+                r.nodes ? static_cast<double>(r.engine.device_bytes) / r.nodes : 0.0);
+  } else {
+    std::printf("; device 0 (omp columns are host memory, counted above)");
+  }
+  std::printf("; peak RSS per side %s\n", r.engine.peak_rss_reset ? "reset before each side" : "is the process peak");
+  if (!r.thresholds.empty()) {
+    std::string t;
+    for (const bench::Variant& v : r.thresholds) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%s%s %g", t.empty() ? "" : ", ", v.name.c_str(), *v.threshold);
+      t += buf;
+    }
+    std::printf("upstream scheduler_perf CI floors (SchedulingThroughput Average, pods/s): %s\n", t.c_str());
+  }
+  if (options.run_reference) {
+    if (r.reference.capped) {
+      std::printf("note: reference capped by its %.0f s budget after %lld of %lld pods; placements and the ratio are "
+                  "compared on that prefix\n", options.reference_budget_seconds,
+                  static_cast<long long>(r.reference.pods), static_cast<long long>(r.engine.pods));
+    }
+    std::printf("engine/reference: %.1fx (time for the same %lld pods)\n", r.speedup,
+                static_cast<long long>(r.compared));
+    if (r.mismatches) {
+      std::printf("MISMATCH: %lld of %lld placements differ; first: %s\n", static_cast<long long>(r.mismatches),
+                  static_cast<long long>(r.compared), r.first_mismatch.c_str());
+    } else {
+      std::printf("placements identical: %lld of %lld\n", static_cast<long long>(r.compared),
+                  static_cast<long long>(r.compared));
+    }
+  }
+}
+
+int RunSweep(const std::string& sweep, const std::string& csv, const std::string& nodes_list,
+             const std::string& existing_list, int64_t pods, double budget, engine::Backend be, bool no_reference) {
+  if (sweep != "affinity") {
+    std::fprintf(stderr, "kplace bench: --sweep: unknown sweep \"%s\" (known: affinity)\n", sweep.c_str());
+    return 2;
+  }
+  bench::SweepOptions options;
+  options.backend = be;
+  options.run_reference = !no_reference;
+  options.reference_budget_s = budget;
+  if (pods > 0) options.pods = static_cast<int32_t>(pods);
+  if (!nodes_list.empty() && !ParseList("sweep-nodes", nodes_list, &options.nodes)) return 2;
+  if (!existing_list.empty() && !ParseList("sweep-existing", existing_list, &options.existing)) return 2;
+  std::printf("affinity cost sweep: %zu node counts x %zu existing-pod counts x %zu kinds, %d pods per point; "
+              "reference capped at %.1f s per point (points predicted over the budget are skipped)\n",
+              options.nodes.size(), options.existing.size(), options.kinds.size(), options.pods, budget);
+  std::printf("machine: %s\n", MachineLine().c_str());
+  std::printf("%-24s %-9s %6s %8s %5s %10s %10s %10s %8s  %s\n", "kind", "side", "nodes", "existing", "pods",
+              "mean ms", "p50 ms", "first ms", "setup s", "note");
+  options.on_point = [](const bench::SweepPoint& p) {
+    std::printf("%-24s %-9s %6d %8lld %5d %10.3f %10.3f %10.3f %8.2f  %s\n", p.kind.c_str(), p.side.c_str(), p.nodes,
+                static_cast<long long>(p.existing), p.pods, p.mean_ms, p.p50_ms, p.first_ms, p.setup_s, p.note.c_str());
+    std::fflush(stdout);
+  };
+  auto points = bench::RunAffinitySweep(options);
+  if (!points.ok()) {
+    std::fprintf(stderr, "kplace bench: %s\n", std::string(points.status().message()).c_str());
+    return 1;
+  }
+  if (!csv.empty()) {
+    std::ofstream f(csv);
+    f << bench::SweepCsv(*points);
+    if (!f) {
+      std::fprintf(stderr, "kplace bench: cannot write %s\n", csv.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", csv.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
 
 int RunBench(int argc, char** argv) {
   Flags flags("bench",
-              "Runs a scheduler_perf-style workload on a synthetic cluster with the engine and the scalar\n"
-              "reference in one process, checks that every placement is identical, and reports throughput\n"
-              "(pods/s), per-pod latency and the engine/reference ratio. With no flags: SchedulingBasic on\n"
-              "5,000 nodes (1,000 init pods, 1,000 measured pods).");
-  std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name or a workload YAML file");
-  int64_t& nodes = flags.Int("nodes", 0, "override the workload's node count");
+              "Runs scheduler_perf's workloads (bench/workloads/*.yaml, built in) on a synthetic cluster with the\n"
+              "engine and the scalar reference in one process, checks that every placement is identical (a\n"
+              "mismatch exits 1), and reports SchedulingThroughput as scheduler_perf computes it (pods/s per\n"
+              "sample window: average, p50, p90, p95, p99), per-pod latency, memory and the engine/reference\n"
+              "ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init pods, 1,000 measured pods).\n"
+              "--sweep affinity measures per-pod cost of inter-pod (anti-)affinity as existing pods and nodes grow.");
+  std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name, a workload YAML file, or \"all\"");
+  std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list)");
+  int64_t& nodes = flags.Int("nodes", 0, "node count: picks the workload's <N>Nodes variant (500, 5000, 15000), else only sets the node count");
   int64_t& pods = flags.Int("pods", -1, "override the number of measured pods");
-  int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods (all init groups scaled)");
+  int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods in each init group");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& no_reference = flags.Bool("no-reference", "skip the reference run (no identity check, no ratio)");
-  bool& list = flags.Bool("list", "list the built-in workloads and exit");
+  std::string& budget = flags.String("reference-budget", "", "seconds: stop the reference's measured phase after this long and compare on the prefix (0: no cap; default 40, with --sweep 2 per point)");
+  std::string& window = flags.String("window", "0", "seconds per throughput sample (0: 1 s as scheduler_perf when the phase lasts >= 10 s, else the largest 1-2-5 step giving >= 10 samples)");
+  std::string& json_file = flags.String("json", "", "write scheduler_perf's data-items JSON (SchedulingThroughput etc.) to this file");
+  bool& list = flags.Bool("list", "list the built-in workloads and their variants, then exit");
+  std::string& sweep = flags.String("sweep", "", "run a cost sweep instead of a workload: affinity");
+  std::string& csv = flags.String("csv", "", "with --sweep: write the points as CSV to this file");
+  std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
+  std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
   if (list) {
-    for (const auto& n : bench::BuiltinWorkloads()) std::printf("%s\n", n.c_str());
+    for (const auto& n : bench::BuiltinWorkloads()) {
+      auto w = bench::LoadWorkload(n);
+      if (!w.ok()) {
+        std::printf("%s: %s\n", n.c_str(), std::string(w.status().message()).c_str());
+        continue;
+      }
+      std::printf("%s (default %s): %s\n", n.c_str(), w->variant.c_str(), w->description.c_str());
+      for (const bench::Variant& v : w->variants) {
+        std::string init;
+        for (int32_t c : v.init) init += (init.empty() ? "" : "+") + std::to_string(c);
+        std::printf("  %-22s nodes %6d  init %-12s measured %6d", v.name.c_str(), v.nodes, init.empty() ? "0" : init.c_str(),
+                    v.measured);
+        if (v.threshold) std::printf("  upstream threshold %g pods/s", *v.threshold);
+        if (!v.upstream) std::printf("  (kplace's own size)");
+        std::printf("\n");
+      }
+    }
     return 0;
   }
   engine::Backend be;
   if (!ParseBackend(backend, &be)) return 2;
-  auto w = bench::LoadWorkload(workload);
-  if (!w.ok()) {
-    std::fprintf(stderr, "kplace bench: %s\n", std::string(w.status().message()).c_str());
-    return 1;
+  double budget_s = sweep.empty() ? 40 : 2, window_s = 0;
+  if (!budget.empty() && !ParseSeconds("reference-budget", budget, &budget_s)) return 2;
+  if (!ParseSeconds("window", window, &window_s)) return 2;
+
+  if (!sweep.empty()) {
+    return RunSweep(sweep, csv, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
   }
-  if (nodes > 0) w->num_nodes = static_cast<int32_t>(nodes);
-  if (pods >= 0) w->measured.count = static_cast<int32_t>(pods);
-  if (init_pods >= 0) {
-    for (auto& g : w->init) g.count = static_cast<int32_t>(init_pods / std::max<size_t>(1, w->init.size()));
+
+  std::vector<std::string> names;
+  if (workload == "all") {
+    names = bench::BuiltinWorkloads();
+  } else {
+    names.push_back(workload);
   }
   bench::BenchOptions options;
   options.backend = be;
   options.run_reference = !no_reference;
+  options.reference_budget_seconds = budget_s;
+  options.window_seconds = window_s;
   options.progress = [](const std::string& side, int64_t done, int64_t total) {
     std::fprintf(stderr, "  %s: %lld/%lld pods\n", side.c_str(), static_cast<long long>(done), static_cast<long long>(total));
   };
-  std::fprintf(stderr, "kplace bench: %s, %d nodes, %d measured pods, backend %s\n", w->name.c_str(), w->num_nodes,
-               w->measured.count, engine::BackendName(be));
-  auto r = bench::RunWorkload(*w, options);
-  if (!r.ok()) {
-    std::fprintf(stderr, "kplace bench: %s\n", std::string(r.status().message()).c_str());
-    return 1;
-  }
-  if (!r->missing_plugins.empty()) {
-    std::string names;
-    for (const auto& n : r->missing_plugins) names += (names.empty() ? "" : ", ") + n;
-    std::printf("note: default plugins not built yet, left out on both sides: %s\n", names.c_str());
-  }
-  std::printf("workload %s: %d nodes, %lld measured pods\n", r->workload.c_str(), r->nodes,
-              static_cast<long long>(r->engine.pods));
-  std::printf("%-16s %10s %12s %10s %10s %10s\n", "side", "scheduled", "pods/s", "p50 us", "p90 us", "p99 us");
-  for (const bench::RunStats* s : {&r->engine, &r->reference}) {
-    if (s->side.empty()) continue;
-    std::printf("%-16s %10lld %12.1f %10.1f %10.1f %10.1f\n", s->side.c_str(), static_cast<long long>(s->scheduled),
-                s->pods_per_second, s->p50_us, s->p90_us, s->p99_us);
-  }
-  if (options.run_reference) {
-    std::printf("engine/reference speed ratio: %.1fx\n", r->speedup);
-    if (r->mismatches) {
-      std::printf("MISMATCH: %lld placements differ; first: %s\n", static_cast<long long>(r->mismatches),
-                  r->first_mismatch.c_str());
+  std::printf("kplace bench: backend %s; machine: %s\n", engine::BackendName(be), MachineLine().c_str());
+  std::vector<bench::BenchResult> results;
+  int rc = 0;
+  for (const std::string& name : names) {
+    auto w = bench::LoadWorkload(name);
+    if (!w.ok()) {
+      std::fprintf(stderr, "kplace bench: %s\n", std::string(w.status().message()).c_str());
       return 1;
     }
-    std::printf("placements identical: %lld of %lld\n", static_cast<long long>(r->engine.pods),
-                static_cast<long long>(r->engine.pods));
+    if (!variant.empty()) {
+      if (absl::Status s = bench::ApplyVariant(*w, variant); !s.ok()) {
+        std::fprintf(stderr, "kplace bench: %s\n", std::string(s.message()).c_str());
+        return 1;
+      }
+    }
+    if (nodes > 0 && !bench::SelectNodes(*w, static_cast<int32_t>(nodes))) {
+      std::printf("note: %s has no %lld-node variant; kept the %s pod counts\n", w->name.c_str(),
+                  static_cast<long long>(nodes), w->variant.c_str());
+    }
+    if (pods >= 0) w->measured.count = static_cast<int32_t>(pods);
+    if (init_pods >= 0) {
+      for (auto& g : w->init) g.count = static_cast<int32_t>(init_pods);
+    }
+    if (pods >= 0 || init_pods >= 0 || nodes > 0) bench::NameVariant(*w);
+    std::fprintf(stderr, "kplace bench: %s/%s: %d nodes, %d measured pods\n", w->name.c_str(), w->variant.c_str(),
+                 w->num_nodes, w->measured.count);
+    auto r = bench::RunWorkload(*w, options);
+    if (!r.ok()) {
+      std::fprintf(stderr, "kplace bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
+      return 1;
+    }
+    PrintResult(*r, options);
+    std::fflush(stdout);
+    if (r->mismatches) rc = 1;
+    results.push_back(std::move(*r));
   }
-  return 0;
+  if (results.size() > 1) {
+    std::printf("\n%-44s %10s %10s %8s %10s %10s\n", "workload", "engine avg", "ref avg", "ratio", "eng p50 us",
+                "ref p50 us");
+    for (const auto& r : results) {
+      std::printf("%-44s %10.1f %10.1f %7.1fx %10.1f %10.1f%s\n", (r.workload + "/" + r.variant).c_str(),
+                  r.engine.throughput.average, r.reference.throughput.average, r.speedup, r.engine.p50_us,
+                  r.reference.p50_us, r.mismatches ? "  MISMATCH" : (r.reference.capped ? "  (ref capped)" : ""));
+    }
+  }
+  if (!json_file.empty()) {
+    std::ofstream f(json_file);
+    f << bench::DataItems(results).dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "kplace bench: cannot write %s\n", json_file.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", json_file.c_str());
+  }
+  if (rc) std::printf("FAILED: engine and reference placements differ\n");
+  return rc;
 }
 
 }  // namespace kplace::cli
