@@ -1,4 +1,5 @@
 // `kplace schedule` and `kplace explain`: a real snapshot plus pending pods in, placements out.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "kplace/config/config.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
+#include "kplace/reference/plugin.h"
 
 namespace kplace::cli {
 namespace {
@@ -183,6 +185,29 @@ json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const 
   return out;
 }
 
+// The default profile names plugins a build may not have yet; leave those out loudly.
+void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options) {
+  std::vector<std::string> built = options.reference ? reference::RegisteredPlugins()
+                                                     : engine::RegisteredPlugins(options.backend);
+  std::set<std::string> missing;
+  auto keep = [&](const std::string& n) {
+    bool ok = std::find(built.begin(), built.end(), n) != built.end();
+    if (!ok) missing.insert(n);
+    return ok;
+  };
+  for (Profile& p : config->profiles) {
+    for (auto* v : {&p.pre_filter, &p.filter, &p.pre_score}) {
+      v->erase(std::remove_if(v->begin(), v->end(), [&](const std::string& n) { return !keep(n); }), v->end());
+    }
+    p.score.erase(std::remove_if(p.score.begin(), p.score.end(), [&](const WeightedPlugin& w) { return !keep(w.name); }),
+                  p.score.end());
+  }
+  if (missing.empty()) return;
+  std::string names;
+  for (const std::string& n : missing) names += (names.empty() ? "" : ", ") + n;
+  std::fprintf(stderr, "kplace schedule: warning: default plugins not built in this kplace, left out: %s\n", names.c_str());
+}
+
 int Schedule(int argc, char** argv, bool explain_command) {
   Flags flags(explain_command ? "explain" : "schedule",
               explain_command
@@ -291,6 +316,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
       return 1;
     }
     config = *c;
+  } else {
+    DropUnbuiltDefaults(&config, options);
   }
   auto scheduler = cycle::Scheduler::Create(cluster, config, options);
   if (!scheduler.ok()) {
