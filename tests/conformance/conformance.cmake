@@ -14,6 +14,8 @@ set(KPLACE_CONFORMANCE_FOLDERS
   seed
   volumerestrictions
   volumezone
+  nodevolumelimits
+  volumebinding
 )
 
 set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)

@@ -1,0 +1,349 @@
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/volume_builders.h"
+
+namespace kplace {
+namespace {
+
+using testing::vol::Add;
+using testing::vol::Both;
+using testing::vol::ClaimVolume;
+using testing::vol::ClassJson;
+using testing::vol::CsiNodeJson;
+using testing::vol::DecodedPod;
+using testing::vol::DiffOutcomes;
+using testing::vol::EphemeralVolume;
+using testing::vol::InTerm;
+using testing::vol::json;
+using testing::vol::NodeJson;
+using testing::vol::Outcome;
+using testing::vol::PodJson;
+using testing::vol::PvcJson;
+using testing::vol::PvJson;
+
+constexpr char kPlugin[] = "VolumeBinding";
+constexpr char kHost[] = "kubernetes.io/hostname";
+constexpr char kZone[] = "topology.kubernetes.io/zone";
+constexpr char kAffinity[] = "node(s) didn't match PersistentVolume's node affinity";
+constexpr char kUnbound[] = "node(s) didn't find available persistent volumes to bind";
+constexpr char kSpace[] = "node(s) did not have enough free storage";
+constexpr char kMissing[] = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
+
+PluginStatus Uau(std::vector<std::string> reasons) { return {Code::kUnschedulableAndUnresolvable, std::move(reasons)}; }
+
+Pod ClaimPod(const std::vector<std::string>& claims) {
+  json volumes = json::array();
+  for (const auto& c : claims) volumes.push_back(ClaimVolume(c, "v-" + c));
+  return DecodedPod(PodJson("p", volumes, "", "default", "pod-uid"));
+}
+
+Outcome Check(const ObjectSet& cluster, const Pod& pod, const PluginArgs& args = {}, const FeatureGates& gates = {}) {
+  Both b(kPlugin, cluster, args, gates);
+  Outcome e = b.engine.Run(pod), r = b.reference.Run(pod);
+  EXPECT_EQ(DiffOutcomes(e, r), "");
+  return e;
+}
+
+json Capacity(const std::string& name, const std::string& class_name, const json& topology, const std::string& capacity,
+              const std::string& max_size = "") {
+  json c = {{"kind", "CSIStorageCapacity"}, {"metadata", {{"name", name}, {"namespace", "kube-system"}}},
+            {"storageClassName", class_name}};
+  if (!topology.is_null()) c["nodeTopology"] = topology;
+  if (!capacity.empty()) c["capacity"] = capacity;
+  if (!max_size.empty()) c["maximumVolumeSize"] = max_size;
+  return c;
+}
+
+json CapacityDriver(const std::string& name) {
+  return {{"kind", "CSIDriver"}, {"metadata", {{"name", name}}}, {"spec", {{"storageCapacity", true}}}};
+}
+
+// Nodes n0..n2 in zones a, a, b; local PVs on n0 (10Gi, 20Gi) and n1 (50Gi) of class
+// "local" (WaitForFirstConsumer, no provisioner); class "fast" provisions through a
+// CSI driver that opts into capacity checks.
+ObjectSet Cluster() {
+  ObjectSet c;
+  Add(&c, NodeJson("n0", {{kHost, "n0"}, {kZone, "a"}}));
+  Add(&c, NodeJson("n1", {{kHost, "n1"}, {kZone, "a"}}));
+  Add(&c, NodeJson("n2", {{kHost, "n2"}, {kZone, "b"}}));
+  Add(&c, ClassJson("local", "WaitForFirstConsumer", "kubernetes.io/no-provisioner"));
+  Add(&c, ClassJson("fast", "WaitForFirstConsumer", "fast.csi",
+                    json::array({{{"matchLabelExpressions", json::array({{{"key", kZone}, {"values", {"a", "b"}}}})}}})));
+  Add(&c, ClassJson("zonal", "WaitForFirstConsumer", "zonal.csi",
+                    json::array({{{"matchLabelExpressions", json::array({{{"key", kZone}, {"values", {"b"}}}})}}})));
+  Add(&c, ClassJson("now", "Immediate", "fast.csi"));
+  Add(&c, CapacityDriver("fast.csi"));
+  Add(&c, PvJson("local-n0-small", "local", "10Gi", json::array({InTerm(kHost, {"n0"})})));
+  Add(&c, PvJson("local-n0-big", "local", "20Gi", json::array({InTerm(kHost, {"n0"})})));
+  Add(&c, PvJson("local-n1", "local", "50Gi", json::array({InTerm(kHost, {"n1"})})));
+  Add(&c, PvJson("zonal-a", "", "5Gi", json::array({InTerm(kZone, {"a"})})));
+  Add(&c, PvcJson("bound-a", "", "5Gi", "zonal-a", true));
+  Add(&c, PvcJson("bound-gone", "", "5Gi", "no-such-pv", true));
+  Add(&c, PvcJson("w8", "local", "8Gi"));
+  Add(&c, PvcJson("w15", "local", "15Gi"));
+  Add(&c, PvcJson("w40", "local", "40Gi"));
+  Add(&c, PvcJson("w100", "local", "100Gi"));
+  Add(&c, PvcJson("fast30", "fast", "30Gi"));
+  Add(&c, PvcJson("fast-noreq", "fast", ""));
+  Add(&c, PvcJson("zonal1", "zonal", "1Gi"));
+  Add(&c, PvcJson("imm", "now", "1Gi"));
+  Add(&c, Capacity("cap-a", "fast", {{"matchLabels", {{kZone, "a"}}}}, "100Gi"));
+  Add(&c, Capacity("cap-b", "fast", {{"matchLabels", {{kZone, "b"}}}}, "20Gi"));
+  return c;
+}
+
+TEST(VolumeBindingTest, PodWithoutClaims) {
+  ObjectSet c = Cluster();
+  Outcome o = Check(c, DecodedPod(PodJson("p", json::array({{{"name", "cm"}, {"configMap", {{"name", "x"}}}}}))));
+  EXPECT_TRUE(o.pre_filter.IsSkip());
+  EXPECT_TRUE(o.filter[0].IsSuccess());
+  EXPECT_TRUE(o.pre_score.IsSuccess());  // StorageCapacityScoring is on at v1.37
+  EXPECT_EQ(o.raw, (std::vector<int64_t>{0, 0, 0}));
+  FeatureGates off;
+  off.overrides["StorageCapacityScoring"] = false;
+  EXPECT_TRUE(Check(c, DecodedPod(PodJson("p", json::array())), {}, off).pre_score.IsSkip());
+}
+
+TEST(VolumeBindingTest, BoundClaims) {
+  ObjectSet c = Cluster();
+  Outcome a = Check(c, ClaimPod({"bound-a"}));
+  EXPECT_TRUE(a.pre_filter.IsSuccess());
+  EXPECT_TRUE(a.filter[0].IsSuccess());
+  EXPECT_EQ(a.filter[2], Uau({kAffinity}));
+  Outcome gone = Check(c, ClaimPod({"bound-gone", "bound-a"}));
+  EXPECT_EQ(gone.filter[2], Uau({kMissing}));
+  // Reasons keep their fixed order whatever the claims' order.
+  Outcome both = Check(c, ClaimPod({"bound-a", "w100"}));
+  EXPECT_EQ(both.filter[2], Uau({kAffinity, kUnbound}));
+}
+
+TEST(VolumeBindingTest, PreFilterClassifiesClaims) {
+  ObjectSet c = Cluster();
+  Add(&c, ClassJson("unset", ""));
+  Add(&c, PvcJson("nomode", "unset", "1Gi"));
+  Add(&c, PvcJson("prebound", "local", "1Gi", "local-n1"));
+  json lost = PvcJson("lost", "local", "1Gi", "gone-pv");
+  lost["status"] = {{"phase", "Lost"}};
+  Add(&c, lost);
+  json deleting = PvcJson("deleting", "local", "1Gi");
+  deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z";
+  Add(&c, deleting);
+  const Code uau = Code::kUnschedulableAndUnresolvable;
+  EXPECT_EQ(Check(c, ClaimPod({"imm"})).pre_filter, PluginStatus::Make(uau, "pod has unbound immediate PersistentVolumeClaims"));
+  EXPECT_EQ(Check(c, ClaimPod({"prebound"})).pre_filter, PluginStatus::Make(uau, "pod has unbound immediate PersistentVolumeClaims"));
+  EXPECT_EQ(Check(c, ClaimPod({"nomode"})).pre_filter, PluginStatus::Error("VolumeBindingMode not set for StorageClass \"unset\""));
+  EXPECT_EQ(Check(c, ClaimPod({"w8", "nope"})).pre_filter, PluginStatus::Make(uau, "persistentvolumeclaim \"nope\" not found"));
+  EXPECT_EQ(Check(c, ClaimPod({"lost"})).pre_filter,
+            PluginStatus::Make(uau, "persistentvolumeclaim \"lost\" bound to non-existent persistentvolume \"gone-pv\""));
+  EXPECT_EQ(Check(c, ClaimPod({"deleting"})).pre_filter, PluginStatus::Make(uau, "persistentvolumeclaim \"deleting\" is being deleted"));
+  Outcome eph = Check(c, DecodedPod(PodJson("p", json::array({EphemeralVolume("data")}), "", "default", "pod-uid")));
+  EXPECT_EQ(eph.pre_filter,
+            PluginStatus::Make(uau, "waiting for ephemeral volume controller to create the persistentvolumeclaim \"p-data\""));
+  // Filter without PreFilter state is an error, as upstream's.
+  EXPECT_EQ(Check(c, ClaimPod({"imm"})).filter[0], PluginStatus::Error("not found"));
+  json owned = PvcJson("p-data", "local", "8Gi");
+  owned["metadata"]["ownerReferences"] = {{{"kind", "Pod"}, {"name", "p"}, {"uid", "pod-uid"}, {"controller", true}}};
+  Add(&c, owned);
+  EXPECT_TRUE(Check(c, DecodedPod(PodJson("p", json::array({EphemeralVolume("data")}), "", "default", "pod-uid")))
+                  .pre_filter.IsSuccess());
+}
+
+TEST(VolumeBindingTest, StaticBindingPicksSmallestFit) {
+  ObjectSet c = Cluster();
+  Outcome one = Check(c, ClaimPod({"w8"}));
+  EXPECT_TRUE(one.filter[0].IsSuccess());
+  EXPECT_TRUE(one.filter[1].IsSuccess());
+  EXPECT_EQ(one.filter[2], Uau({kUnbound}));
+  // 8Gi on the 10Gi PV: 80% used, default shape [(0,10),(100,0)] gives 20; on 50Gi: 84.
+  EXPECT_EQ(one.raw, (std::vector<int64_t>{20, 84, 0}));
+  // Claims are matched smallest first; each PV once.
+  Outcome two = Check(c, ClaimPod({"w15", "w8"}));
+  EXPECT_TRUE(two.filter[0].IsSuccess());
+  EXPECT_EQ(two.filter[1], Uau({kUnbound}));
+  EXPECT_EQ(two.raw[0], 24);  // one class: 23Gi requested of 30Gi, 76% -> 24
+}
+
+TEST(VolumeBindingTest, ProvisioningTopologyAndCapacity) {
+  ObjectSet c = Cluster();
+  Outcome fast = Check(c, ClaimPod({"fast30"}));
+  EXPECT_TRUE(fast.filter[0].IsSuccess());
+  EXPECT_EQ(fast.filter[2], Uau({kSpace}));  // 20Gi pool in zone b
+  EXPECT_EQ(fast.raw, (std::vector<int64_t>{70, 70, 0}));
+  Outcome noreq = Check(c, ClaimPod({"fast-noreq"}));
+  EXPECT_TRUE(noreq.filter[2].IsSuccess());
+  EXPECT_EQ(noreq.raw, (std::vector<int64_t>{0, 0, 0}));  // no capacity object: nothing to score
+  Outcome zonal = Check(c, ClaimPod({"zonal1"}));
+  EXPECT_EQ(zonal.filter[0], Uau({kUnbound}));
+  EXPECT_TRUE(zonal.filter[2].IsSuccess());
+  // A claim no PV fits but that provisions leaves the node feasible.
+  Outcome mixed = Check(c, ClaimPod({"w40", "fast30"}));
+  EXPECT_EQ(mixed.filter[0], Uau({kUnbound}));
+  EXPECT_TRUE(mixed.filter[1].IsSuccess());
+}
+
+TEST(VolumeBindingTest, SelectedNodePinsTheClaim) {
+  ObjectSet c = Cluster();
+  json pinned = PvcJson("pinned", "fast", "1Gi");
+  pinned["metadata"]["annotations"] = {{"volume.kubernetes.io/selected-node", "n2"}};
+  Add(&c, pinned);
+  Outcome o = Check(c, ClaimPod({"pinned"}));
+  EXPECT_EQ(o.filter[0], Uau({kUnbound}));
+  EXPECT_TRUE(o.filter[2].IsSuccess());
+}
+
+TEST(VolumeBindingTest, BoundInTreeVolumeMigratesPerNode) {
+  ObjectSet c;
+  Add(&c, NodeJson("migrated", {{"topology.gke.io/zone", "us-a"}}));
+  Add(&c, NodeJson("legacy", {{kZone, "us-a"}}));
+  Add(&c, NodeJson("plain", {{kZone, "us-a"}}));
+  Add(&c, CsiNodeJson("migrated", {{"pd.csi.storage.gke.io", -1}}, "kubernetes.io/gce-pd"));
+  Add(&c, CsiNodeJson("legacy", {{"pd.csi.storage.gke.io", -1}}, "kubernetes.io/aws-ebs"));
+  json pv = PvJson("gce", "", "1Gi", json::array({InTerm(kZone, {"us-a"})}));
+  pv["spec"]["gcePersistentDisk"] = {{"pdName", "disk"}};
+  Add(&c, pv);
+  Add(&c, PvcJson("claim", "", "1Gi", "gce", true));
+  Outcome o = Check(c, ClaimPod({"claim"}));
+  EXPECT_TRUE(o.filter[0].IsSuccess());  // the zone key became topology.gke.io/zone
+  EXPECT_TRUE(o.filter[1].IsSuccess());
+  EXPECT_TRUE(o.filter[2].IsSuccess());
+  // A regional PD whose zones do not parse fails translation on migrated nodes.
+  json regional = PvJson("regional", "", "1Gi", nullptr, {{kZone, "bad__zones"}});
+  regional["spec"]["gcePersistentDisk"] = {{"pdName", "disk2"}};
+  Add(&c, regional);
+  Add(&c, PvcJson("claim2", "", "1Gi", "regional", true));
+  Outcome r = Check(c, ClaimPod({"claim2"}));
+  EXPECT_EQ(r.filter[0].code, Code::kError);
+  EXPECT_TRUE(r.filter[1].IsSuccess());
+}
+
+TEST(VolumeBindingTest, CustomShapeAndGateOff) {
+  ObjectSet c = Cluster();
+  PluginArgs args;
+  args.volume_binding.shape = {{0, 0}, {50, 3}, {100, 5}};
+  // 8Gi of 10Gi: 80 -> 30 + 20*30/50 = 42; 8Gi of 50Gi: 16 -> 0 + 30*16/50 = 9.
+  EXPECT_EQ(Check(c, ClaimPod({"w8"}), args).raw, (std::vector<int64_t>{42, 9, 0}));
+  FeatureGates off;
+  off.overrides["StorageCapacityScoring"] = false;
+  Outcome o = Check(c, ClaimPod({"w8"}), {}, off);
+  EXPECT_TRUE(o.pre_score.IsSkip());
+  EXPECT_TRUE(o.filter[0].IsSuccess());
+}
+
+// ---- randomized: engine vs reference ---------------------------------------------------
+
+struct Gen {
+  std::mt19937_64 rng;
+  explicit Gen(uint64_t seed) : rng(seed) {}
+  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+  std::string Size() {
+    static const std::vector<std::string> sizes = {"1Gi", "5Gi", "10Gi", "10G", "20Gi", "50Gi", "100Gi", "0"};
+    return sizes[Int(0, static_cast<int>(sizes.size()) - 1)];
+  }
+  std::string Zone() { return std::string(1, static_cast<char>('a' + Int(0, 2))); }
+
+  json Terms(int nodes) {
+    json terms = json::array();
+    int kind = Int(0, 5);
+    if (kind == 0) return nullptr;
+    if (kind == 1) return terms;  // required with no terms: matches nothing
+    for (int t = Int(1, 2); t > 0; --t) {
+      if (Chance(0.5)) {
+        terms.push_back(InTerm(kHost, {"n" + std::to_string(Int(0, nodes - 1))}));
+      } else if (Chance(0.8)) {
+        terms.push_back(InTerm(kZone, {Zone()}));
+      } else {
+        terms.push_back({{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"n0"}}}})}});
+      }
+    }
+    return terms;
+  }
+
+  ObjectSet Cluster(int nodes) {
+    ObjectSet c;
+    for (int i = 0; i < nodes; ++i) {
+      std::string n = "n" + std::to_string(i);
+      json labels = {{kHost, n}};
+      if (Chance(0.9)) labels[kZone] = Zone();
+      if (Chance(0.3)) labels["topology.gke.io/zone"] = Zone();
+      Add(&c, NodeJson(n, labels));
+      if (Chance(0.4)) Add(&c, CsiNodeJson(n, {{"pd.csi.storage.gke.io", -1}}, Chance(0.6) ? "kubernetes.io/gce-pd" : "x"));
+    }
+    json zones_b = json::array({{{"matchLabelExpressions", json::array({{{"key", kZone}, {"values", {"b", "c"}}}})}}});
+    Add(&c, ClassJson("local", "WaitForFirstConsumer", "kubernetes.io/no-provisioner"));
+    Add(&c, ClassJson("csi", "WaitForFirstConsumer", "csi.cap", Chance(0.5) ? zones_b : json(nullptr)));
+    Add(&c, ClassJson("plain", "WaitForFirstConsumer", "csi.plain"));
+    Add(&c, ClassJson("now", "Immediate", "csi.plain"));
+    if (Chance(0.8)) {
+      Add(&c, {{"kind", "CSIDriver"}, {"metadata", {{"name", "csi.cap"}}}, {"spec", {{"storageCapacity", Chance(0.8)}}}});
+    }
+    for (int k = Int(0, 5); k > 0; --k) {
+      json topology = Chance(0.15) ? json(nullptr) : Chance(0.2) ? json::object() : json({{"matchLabels", {{kZone, Zone()}}}});
+      Add(&c, Capacity("cap" + std::to_string(k), Chance(0.8) ? "csi" : "plain", topology, Chance(0.1) ? "" : Size(),
+                       Chance(0.3) ? Size() : ""));
+    }
+    static const std::vector<std::string> classes = {"local", "csi", "plain", "now", "", "ghost"};
+    for (int k = 0; k < 10; ++k) {
+      std::string s = std::to_string(k);
+      json pv = PvJson("pv" + s, classes[Int(0, 2)], Chance(0.05) ? "" : Size(), Terms(nodes),
+                       Chance(0.2) ? json({{kZone, Zone() + (Chance(0.3) ? "__" + Zone() : "")}}) : json::object());
+      if (Chance(0.15)) pv["status"]["phase"] = "Bound";
+      if (Chance(0.2)) pv["spec"]["claimRef"] = {{"namespace", "default"}, {"name", "c" + std::to_string(Int(0, 11))}};
+      if (Chance(0.1)) pv["spec"]["volumeMode"] = "Block";
+      if (Chance(0.2)) pv["spec"]["gcePersistentDisk"] = {{"pdName", "d" + s}};
+      if (Chance(0.2)) pv["spec"]["accessModes"] = {"ReadOnlyMany"};
+      Add(&c, pv);
+    }
+    for (int k = 0; k < 12; ++k) {
+      std::string s = std::to_string(k);
+      bool bound = Chance(0.3);
+      json pvc = PvcJson("c" + s, classes[Int(0, 5)], Chance(0.1) ? "" : Size(),
+                         bound || Chance(0.1) ? "pv" + std::to_string(Int(0, 11)) : "", bound);
+      if (Chance(0.1)) pvc["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] = "n" + std::to_string(Int(0, nodes));
+      if (Chance(0.1)) pvc["spec"]["selector"] = {{"matchLabels", {{kZone, Zone()}}}};
+      Add(&c, pvc);
+    }
+    return c;
+  }
+};
+
+TEST(VolumeBindingTest, EngineMatchesReferenceRandomized) {
+  std::map<std::string, int> seen;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    Gen g(seed);
+    int nodes = 1 + g.Int(0, seed % 5 == 0 ? 40 : 6);
+    ObjectSet c = g.Cluster(nodes);
+    PluginArgs args;
+    if (g.Chance(0.3)) args.volume_binding.shape = {{0, 0}, {g.Int(1, 99), g.Int(0, 10)}, {100, 10}};
+    FeatureGates gates;
+    if (g.Chance(0.2)) gates.overrides["StorageCapacityScoring"] = false;
+    Both b(kPlugin, c, args, gates);
+    for (int p = 0; p < 15; ++p) {
+      json volumes = json::array();
+      for (int v = g.Int(0, 3); v > 0; --v) {
+        volumes.push_back(g.Chance(0.9) ? ClaimVolume("c" + std::to_string(g.Int(0, 12)), "v" + std::to_string(v))
+                                        : json({{"name", "e"}, {"emptyDir", json::object()}}));
+      }
+      Pod pod = DecodedPod(PodJson("p", volumes));
+      Outcome e = b.engine.Run(pod);
+      ASSERT_EQ(DiffOutcomes(e, b.reference.Run(pod)), "") << "seed " << seed << " pod " << p;
+      ++seen[std::string("prefilter ") + CodeName(e.pre_filter.code)];
+      for (const PluginStatus& f : e.filter) {
+        for (const std::string& reason : f.reasons) ++seen[reason];
+        if (f.IsSuccess()) ++seen["pass"];
+      }
+      for (int64_t score : e.raw) seen["score>0"] += score > 0;
+    }
+  }
+  // The generator reaches every outcome.
+  for (const char* what : {"prefilter Success", "prefilter Skip", "prefilter UnschedulableAndUnresolvable", "pass",
+                           "score>0", kAffinity, kUnbound, kSpace, kMissing}) {
+    EXPECT_GT(seen[what], 0) << what;
+  }
+}
+
+}  // namespace
+}  // namespace kplace
