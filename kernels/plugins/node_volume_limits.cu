@@ -146,8 +146,10 @@ class NodeVolumeLimits final : public engine::Plugin {
         if (variant == 0) Dedup(key, d);
       }
     }
-    dedup_nodes_.Upload();
-    dedup_counts_.Upload();
+    if (!dedup_nodes_.host.empty()) {  // the kernel reads host-size entries
+      dedup_nodes_.Upload();
+      dedup_counts_.Upload();
+    }
     return counted ? PluginStatus::Success() : PluginStatus::Skip();
   }
 

@@ -78,12 +78,14 @@ class VolumeBinding final : public engine::Plugin {
     by_class_.clear();
     for (size_t k = 0; k < st.pvs.size(); ++k) by_class_[volume::VolumeClass(st.pvs[k])].push_back(static_cast<int32_t>(k));
     migrated_.host.assign(n_, 0);
+    any_migrated_ = 0;
     for (NodeIndex i = 0; i < n_; ++i) {
       const CSINode* c = st.FindCsiNode(s.node(i).meta.name);
       if (!c) continue;
       for (int p = 0; p < volume::kNumMigratedPlugins; ++p) {
         if (volume::CsiNodeMigrates(*c, volume::MigratedPluginName(p))) migrated_.host[i] |= static_cast<uint8_t>(1u << p);
       }
+      any_migrated_ |= migrated_.host[i];
     }
     migrated_.Upload();
     node_score_.assign(n_, 0);
@@ -94,12 +96,15 @@ class VolumeBinding final : public engine::Plugin {
     PluginStatus status = Compile(pod, s);
     has_state_ = status.IsSuccess() || status.IsSkip();
     if (!has_state_) no_state_error_ = Message("not found");
-    for (auto* c : {&match_order_, &selected_}) c->Upload();
-    bound_.Upload();
-    claims_.Upload();
-    pvs_.Upload();
-    cands_.Upload();
-    caps_.Upload();
+    if (status.IsSuccess()) {
+      // Pods without claims upload nothing: the kernel reads only what the sizes say.
+      for (auto* c : {&match_order_, &selected_}) c->Upload();
+      bound_.Upload();
+      claims_.Upload();
+      pvs_.Upload();
+      cands_.Upload();
+      caps_.Upload();
+    }
     return status;
   }
 
@@ -271,6 +276,7 @@ class VolumeBinding final : public engine::Plugin {
       const PersistentVolume& pv = st.pvs[index];
       b.affinity = AffinityTable("a" + std::to_string(index), pv.node_affinity, s);
       b.plugin = volume::MigratedPluginIndex(volume::InTreePluginOfSource(pv.source.kind));
+      if (b.plugin >= 0 && !((any_migrated_ >> b.plugin) & 1u)) b.plugin = -1;  // no node translates it
       if (b.plugin >= 0) {
         volume::CsiVolume csi = volume::TranslatePvToCsi(pv);
         if (!csi.error.empty()) {
@@ -423,6 +429,7 @@ class VolumeBinding final : public engine::Plugin {
   std::unordered_map<std::string, std::vector<int32_t>> by_class_;  // class(PV) -> PV indices, cache order
   std::unordered_map<std::string, std::unique_ptr<vector<uint8_t>>> tables_;
   Column<uint8_t> migrated_;
+  uint8_t any_migrated_ = 0;  // union of migrated_
   vector<int64_t> node_score_;
   // The pod being scheduled.
   plugins::VbParams params_{};

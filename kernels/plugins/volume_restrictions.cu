@@ -95,7 +95,7 @@ class VolumeRestrictions final : public engine::Plugin {
       }
     }
     conflict_nodes_.host.assign(nodes.begin(), nodes.end());
-    conflict_nodes_.Upload();
+    if (!nodes.empty()) conflict_nodes_.Upload();  // the kernel reads host-size entries
     rwop_conflict_ = false;
 
     std::set<std::string> rwop;
