@@ -193,7 +193,7 @@ int RunBench(int argc, char** argv) {
   std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name, a workload YAML file, or \"all\"");
   std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list)");
   int64_t& nodes = flags.Int("nodes", 0, "node count: picks the workload's <N>Nodes variant (500, 5000, 15000), else only sets the node count");
-  int64_t& pods = flags.Int("pods", -1, "override the number of measured pods");
+  int64_t& pods = flags.Int("pods", -1, "override the number of measured pods (with --sweep: pods per point and side, default 50)");
   int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods in each init group");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& no_reference = flags.Bool("no-reference", "skip the reference run (no identity check, no ratio)");

@@ -55,7 +55,7 @@ struct SweepOptions {
   std::vector<int32_t> nodes = {500, 1000, 5000, 15000, 50000};
   std::vector<int64_t> existing = {0, 1000, 10000, 100000};
   std::vector<SweepKind> kinds = AffinitySweepKinds();
-  int32_t pods = 20;                 // measured pods per point and side
+  int32_t pods = 50;                 // measured pods per point and side
   double reference_budget_s = 2.0;   // per point: stop the reference after this long
   double engine_budget_s = 10.0;     // per point, for the engine
   engine::Backend backend = engine::Backend::kOmp;

@@ -1,0 +1,219 @@
+// Per-stage micro-benchmarks of the engine's plugins on omp: BM_<Plugin><Stage> for
+// Filter (every node), Score (every node: an upper bound, the cycle scores only the
+// feasible window), NormalizeScore, BindUpdate (OnBind after a pod is bound), and the
+// cycle's host selection (BM_CycleSelectHost). 5,000 and 50,000 nodes over 10 zones, two
+// existing pods per node, one incoming pod that gives every plugin work: requests, a host
+// port, a toleration, required and preferred node affinity, required anti-affinity and
+// preferred affinity, a hard and a soft spread constraint, and an image.
+// Items processed = nodes per iteration.
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <memory>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/plugin_harness.h"
+#include "kplace/common/strings.h"
+#include "kplace/cycle/node_order.h"
+#include "kplace/model/decode.h"
+
+namespace kplace::bench {
+namespace {
+
+using json = nlohmann::json;
+
+json IncomingPod() {
+  return json::parse(R"({
+    "metadata": {"name": "incoming", "namespace": "bench", "labels": {"app": "web", "tier": "front"}},
+    "spec": {
+      "containers": [{"name": "app", "image": "registry.k8s.io/app:v1",
+                      "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+                      "ports": [{"containerPort": 8080, "hostPort": 8080}]}],
+      "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}],
+      "affinity": {
+        "nodeAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In",
+             "values": ["zone-0", "zone-1", "zone-2", "zone-3", "zone-4", "zone-5", "zone-6", "zone-7"]}]}]},
+          "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "preference": {"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-1"]}]}}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+          {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]},
+        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+          {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"tier": "cache"}},
+                                            "topologyKey": "topology.kubernetes.io/zone"}}]}},
+      "topologySpreadConstraints": [
+        {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "web"}}},
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+         "labelSelector": {"matchLabels": {"app": "web"}}}]}})");
+}
+
+/** The cluster and one snapshot per node count, built once: 50,000 nodes take seconds. */
+struct Fixture {
+  ObjectSet cluster;
+  Pod incoming;
+};
+
+Fixture* GetFixture(int32_t nodes) {
+  static std::map<int32_t, std::unique_ptr<Fixture>> cache;
+  auto& f = cache[nodes];
+  if (f) return f.get();
+  f = std::make_unique<Fixture>();
+  json node = {{"metadata", {{"name", "t"}}},
+               {"status", {{"allocatable", {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}}},
+                           {"capacity", {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}}}}}};
+  Node base = *DecodeNode(node, "bench node");
+  for (int32_t i = 0; i < nodes; ++i) {
+    Node n = base;
+    n.meta.name = StrCat("node-", i);
+    n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
+    n.meta.labels["topology.kubernetes.io/zone"] = StrCat("zone-", i % 10);
+    if (i % 20 == 0) n.taints.push_back(Taint{"dedicated", "infra", "NoSchedule"});
+    if (i % 10 == 3) n.taints.push_back(Taint{"spot", "", "PreferNoSchedule"});
+    if (i % 5 == 0) n.images.push_back(ContainerImage{{"registry.k8s.io/app:v1"}, 500 * 1000 * 1000});
+    f->cluster.nodes.push_back(std::move(n));
+  }
+  // Two existing pods per node: a web replica on every 4th node, others cache or batch pods;
+  // every 8th carries required anti-affinity against web (the existing-term path).
+  json pod = {{"metadata", {{"name", "t"}, {"namespace", "bench"}}},
+              {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "registry.k8s.io/other:v1"},
+                                                     {"resources", {{"requests", {{"cpu", "200m"}, {"memory", "1Gi"}}}}}}})}}}};
+  Pod plain = *DecodePod(pod, "bench pod");
+  pod["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+      json::array({{{"labelSelector", {{"matchLabels", {{"app", "web"}}}}}, {"topologyKey", "kubernetes.io/hostname"}}});
+  Pod anti = *DecodePod(pod, "bench pod");
+  for (int64_t i = 0; i < 2 * static_cast<int64_t>(nodes); ++i) {
+    Pod p = i % 8 == 7 ? anti : plain;
+    p.meta.name = StrCat("existing-", i);
+    p.meta.uid = StrCat("existing-uid-", i);
+    p.meta.creation_unix = i;
+    p.meta.labels["app"] = i % 4 == 0 ? "web" : "batch";
+    p.meta.labels["tier"] = i % 3 == 0 ? "cache" : "back";
+    p.node_name = f->cluster.nodes[i % nodes].meta.name;
+    f->cluster.pods.push_back(std::move(p));
+  }
+  f->incoming = *DecodePod(IncomingPod(), "bench incoming pod");
+  return f.get();
+}
+
+enum Stage { kFilter, kScore, kNormalize, kBindUpdate };
+
+void RunStage(benchmark::State& state, const char* plugin, Stage stage) {
+  const int32_t nodes = static_cast<int32_t>(state.range(0));
+  Fixture* f = GetFixture(nodes);
+  FeatureGates gates;
+  engine::Snapshot snapshot(f->cluster, gates);
+  std::string error;
+  auto p = engine::MakePlugin(engine::Backend::kOmp, plugin, DefaultArgs(), gates, &error);
+  if (!p) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  p->Prepare(snapshot);
+  const unsigned points = p->ExtensionPoints();
+  const Pod& pod = f->incoming;
+  p->StartPod(pod, snapshot);
+  if (points & kPreFilterPoint) {
+    std::vector<engine::NodeIndex> allowed;
+    bool restricts = false;
+    p->PreFilter(pod, snapshot, &allowed, &restricts);
+  }
+  std::vector<engine::NodeIndex> all(nodes);
+  for (int32_t i = 0; i < nodes; ++i) all[i] = i;
+  std::vector<engine::VerdictCode> codes(nodes);
+  std::vector<int64_t> raw(nodes), scratch(nodes);
+  switch (stage) {
+    case kFilter:
+      if (!(points & kFilterPoint)) return state.SkipWithError("no Filter point");
+      for (auto _ : state) {
+        p->Filter(nodes, codes.data());
+        benchmark::DoNotOptimize(codes.data());
+      }
+      break;
+    case kScore:
+    case kNormalize:
+      if (!(points & kScorePoint)) return state.SkipWithError("no Score point");
+      if (stage == kNormalize && !(points & kNormalizeScorePoint)) return state.SkipWithError("no NormalizeScore point");
+      if ((points & kPreScorePoint) && p->PreScore(pod, snapshot, all).IsSkip()) {
+        return state.SkipWithError("PreScore skipped");
+      }
+      p->Score(all.data(), nodes, raw.data());
+      for (auto _ : state) {
+        if (stage == kScore) {
+          p->Score(all.data(), nodes, raw.data());
+          benchmark::DoNotOptimize(raw.data());
+        } else {
+          state.PauseTiming();
+          scratch = raw;
+          state.ResumeTiming();
+          p->NormalizeScore(nodes, scratch.data());
+          benchmark::DoNotOptimize(scratch.data());
+        }
+      }
+      break;
+    case kBindUpdate: {
+      int64_t k = 0;
+      for (auto _ : state) {
+        state.PauseTiming();
+        Pod b = pod;
+        b.meta.name = StrCat("bound-", k);
+        b.meta.uid = StrCat("bound-uid-", k);
+        engine::NodeIndex node = static_cast<engine::NodeIndex>((k * 7919) % nodes);
+        ++k;
+        const Pod& copy = snapshot.Bind(b, node);
+        state.ResumeTiming();
+        p->OnBind(copy, node, snapshot);
+      }
+      break;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * nodes);
+}
+
+void BM_CycleSelectHost(benchmark::State& state) {
+  // The feasible window the cycle scores: 10% of 5,000 nodes, 5% of 50,000 (adaptive).
+  const int32_t nodes = static_cast<int32_t>(state.range(0));
+  const int32_t window = cycle::NumFeasibleNodesToFind(0, nodes);
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> totals(window);
+  for (int64_t& t : totals) t = static_cast<int64_t>(rng() % 700);
+  for (auto _ : state) benchmark::DoNotOptimize(cycle::SelectHostHeap(totals));
+  state.SetItemsProcessed(state.iterations() * window);
+  state.counters["window"] = window;
+}
+BENCHMARK(BM_CycleSelectHost)->Arg(5000)->Arg(50000)->UseRealTime();
+
+#define KPLACE_STAGE(plugin, stage, tag)                                                                   \
+  void BM_##plugin##tag(benchmark::State& state) { RunStage(state, #plugin, stage); }                      \
+  BENCHMARK(BM_##plugin##tag)->Arg(5000)->Arg(50000)->Unit(benchmark::kMicrosecond)->UseRealTime()
+
+KPLACE_STAGE(NodeResourcesFit, kFilter, Filter);
+KPLACE_STAGE(NodeResourcesFit, kScore, Score);
+KPLACE_STAGE(NodeResourcesBalancedAllocation, kScore, Score);
+KPLACE_STAGE(TaintToleration, kFilter, Filter);
+KPLACE_STAGE(TaintToleration, kScore, Score);
+KPLACE_STAGE(TaintToleration, kNormalize, Normalize);
+KPLACE_STAGE(NodeAffinity, kFilter, Filter);
+KPLACE_STAGE(NodeAffinity, kScore, Score);
+KPLACE_STAGE(NodeAffinity, kNormalize, Normalize);
+KPLACE_STAGE(PodTopologySpread, kFilter, Filter);
+KPLACE_STAGE(PodTopologySpread, kScore, Score);
+KPLACE_STAGE(PodTopologySpread, kNormalize, Normalize);
+KPLACE_STAGE(InterPodAffinity, kFilter, Filter);
+KPLACE_STAGE(InterPodAffinity, kScore, Score);
+KPLACE_STAGE(InterPodAffinity, kNormalize, Normalize);
+KPLACE_STAGE(ImageLocality, kScore, Score);
+KPLACE_STAGE(NodeUnschedulable, kFilter, Filter);
+KPLACE_STAGE(NodePorts, kFilter, Filter);
+// Bind updates bind pods into a snapshot of their own, one per benchmark.
+KPLACE_STAGE(NodeResourcesFit, kBindUpdate, BindUpdate);
+KPLACE_STAGE(NodeResourcesBalancedAllocation, kBindUpdate, BindUpdate);
+KPLACE_STAGE(NodePorts, kBindUpdate, BindUpdate);
+KPLACE_STAGE(PodTopologySpread, kBindUpdate, BindUpdate);
+KPLACE_STAGE(InterPodAffinity, kBindUpdate, BindUpdate);
+
+}  // namespace
+}  // namespace kplace::bench
