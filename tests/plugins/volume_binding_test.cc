@@ -120,6 +120,26 @@ TEST(VolumeBindingTest, BoundClaims) {
   EXPECT_EQ(both.filter[2], Uau({kAffinity, kUnbound}));
 }
 
+TEST(VolumeBindingTest, PvAffinityIsMatchedAgainstANamelessNode) {
+  // CheckNodeAffinity builds a node with the labels only: matchFields are not checked
+  // (nodeaffinity skips them for a node without a name), so a matchFields-only term
+  // admits every node, while an empty term list admits none.
+  ObjectSet c;
+  Add(&c, NodeJson("n0", {{kHost, "n0"}}));
+  Add(&c, NodeJson("n1", {{kHost, "n1"}}));
+  json fields = json::array({{{"matchFields", json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"n0"}}}})}}});
+  Add(&c, PvJson("by-name", "", "1Gi", fields));
+  Add(&c, PvJson("no-terms", "", "1Gi", json::array()));
+  Add(&c, PvcJson("a", "", "1Gi", "by-name", true));
+  Add(&c, PvcJson("b", "", "1Gi", "no-terms", true));
+  Outcome a = Check(c, ClaimPod({"a"}));
+  EXPECT_TRUE(a.filter[0].IsSuccess());
+  EXPECT_TRUE(a.filter[1].IsSuccess());
+  Outcome b = Check(c, ClaimPod({"b"}));
+  EXPECT_EQ(b.filter[0], Uau({kAffinity}));
+  EXPECT_EQ(b.filter[1], Uau({kAffinity}));
+}
+
 TEST(VolumeBindingTest, PreFilterClassifiesClaims) {
   ObjectSet c = Cluster();
   Add(&c, ClassJson("unset", ""));
