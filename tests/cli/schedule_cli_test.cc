@@ -1,4 +1,6 @@
 // End-to-end scenarios through `kplace schedule` / `kplace explain`, as a user runs them.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -375,10 +377,14 @@ TEST(ConformCompareTest, PipelineScoresAndSelection) {
 class ConformCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) / "kplace_conform_cli_test";
+    // Unique per process and test: ctest runs tests in parallel processes.
+    dir_ = fs::path(::testing::TempDir()) /
+           ("kplace_conform_cli_test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "fake" / "deeper");
   }
+  void TearDown() override { fs::remove_all(dir_); }
 
   std::string Write(const std::string& rel, const std::string& text) {
     fs::path p = dir_ / rel;
