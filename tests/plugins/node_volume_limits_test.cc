@@ -309,5 +309,22 @@ TEST(NodeVolumeLimitsTest, EngineMatchesReferenceRandomized) {
   RunSequence(77, 40, 80, 30);
 }
 
+TEST(NodeVolumeLimitsTest, CudaMatchesOmpAcrossBinds) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Gen g(seed);
+    const int nodes = 1 + g.Int(0, 40);
+    ObjectSet c = g.Cluster(nodes);
+    EngineRunner omp(kPlugin, c), cuda(kPlugin, c, {}, {}, engine::Backend::kCuda);
+    for (int k = 0; k < 30; ++k) {
+      Pod pod = g.RandomPod("in" + std::to_string(k));
+      ASSERT_EQ(DiffOutcomes(cuda.Run(pod), omp.Run(pod)), "") << "seed " << seed << " pod " << k;
+      int32_t node = g.Int(0, nodes - 1);
+      omp.Bind(pod, node);
+      cuda.Bind(pod, node);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kplace

@@ -15,6 +15,7 @@ using testing::vol::ClassJson;
 using testing::vol::CsiNodeJson;
 using testing::vol::DecodedPod;
 using testing::vol::DiffOutcomes;
+using testing::vol::EngineRunner;
 using testing::vol::EphemeralVolume;
 using testing::vol::InTerm;
 using testing::vol::json;
@@ -362,6 +363,21 @@ TEST(VolumeBindingTest, EngineMatchesReferenceRandomized) {
   for (const char* what : {"prefilter Success", "prefilter Skip", "prefilter UnschedulableAndUnresolvable", "pass",
                            "score>0", kAffinity, kUnbound, kSpace, kMissing}) {
     EXPECT_GT(seen[what], 0) << what;
+  }
+}
+
+TEST(VolumeBindingTest, CudaMatchesOmp) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Gen g(seed);
+    ObjectSet c = g.Cluster(1 + g.Int(0, 60));
+    EngineRunner omp(kPlugin, c), cuda(kPlugin, c, {}, {}, engine::Backend::kCuda);
+    for (int p = 0; p < 10; ++p) {
+      json volumes = json::array();
+      for (int v = g.Int(0, 3); v > 0; --v) volumes.push_back(ClaimVolume("c" + std::to_string(g.Int(0, 12)), "v" + std::to_string(v)));
+      Pod pod = DecodedPod(PodJson("p", volumes));
+      ASSERT_EQ(DiffOutcomes(cuda.Run(pod), omp.Run(pod)), "") << "seed " << seed << " pod " << p;
+    }
   }
 }
 

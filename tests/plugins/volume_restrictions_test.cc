@@ -12,6 +12,7 @@ using testing::vol::Both;
 using testing::vol::ClaimVolume;
 using testing::vol::DecodedPod;
 using testing::vol::DiffOutcomes;
+using testing::vol::EngineRunner;
 using testing::vol::json;
 using testing::vol::NodeJson;
 using testing::vol::Outcome;
@@ -214,6 +215,22 @@ void RunSequence(uint64_t seed, int nodes, int existing, int incoming) {
 TEST(VolumeRestrictionsTest, EngineMatchesReferenceRandomized) {
   for (uint64_t seed = 1; seed <= 20; ++seed) RunSequence(seed, 1 + static_cast<int>(seed % 7), 8, 25);
   RunSequence(99, 33, 60, 40);
+}
+
+TEST(VolumeRestrictionsTest, CudaMatchesOmpAcrossBinds) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  Gen g(5);
+  ObjectSet c;
+  for (int i = 0; i < 50; ++i) Add(&c, NodeJson("n" + std::to_string(i)));
+  for (int k = 0; k < 6; ++k) Add(&c, RwopClaim("c" + std::to_string(k)));
+  EngineRunner omp(kPlugin, c), cuda(kPlugin, c, {}, {}, engine::Backend::kCuda);
+  for (int k = 0; k < 60; ++k) {
+    Pod pod = g.RandomPod("in" + std::to_string(k));
+    ASSERT_EQ(DiffOutcomes(cuda.Run(pod), omp.Run(pod)), "") << "pod " << k;
+    int32_t node = g.Int(0, 49);
+    omp.Bind(pod, node);
+    cuda.Bind(pod, node);
+  }
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+#include <memory>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@ using testing::vol::ClaimVolume;
 using testing::vol::ClassJson;
 using testing::vol::DecodedPod;
 using testing::vol::DiffOutcomes;
+using testing::vol::EngineRunner;
 using testing::vol::json;
 using testing::vol::NodeJson;
 using testing::vol::Outcome;
@@ -164,6 +166,9 @@ TEST(VolumeZoneTest, EngineMatchesReferenceRandomized) {
       }
     }
     Both b(kPlugin, c);
+    // With a device, the CUDA build of the kernel must agree too.
+    std::unique_ptr<EngineRunner> cuda;
+    if (engine::CudaAvailable()) cuda = std::make_unique<EngineRunner>(kPlugin, c, PluginArgs{}, FeatureGates{}, engine::Backend::kCuda);
     for (int p = 0; p < 20; ++p) {
       json volumes = json::array();
       for (int v = static_cast<int>(rng() % 4); v > 0; --v) {
@@ -174,7 +179,9 @@ TEST(VolumeZoneTest, EngineMatchesReferenceRandomized) {
         }
       }
       Pod pod = DecodedPod(PodJson("p", volumes));
-      ASSERT_EQ(DiffOutcomes(b.engine.Run(pod), b.reference.Run(pod)), "") << "seed " << seed << " pod " << p;
+      Outcome e = b.engine.Run(pod);
+      ASSERT_EQ(DiffOutcomes(e, b.reference.Run(pod)), "") << "seed " << seed << " pod " << p;
+      if (cuda) ASSERT_EQ(DiffOutcomes(cuda->Run(pod), e), "") << "cuda, seed " << seed << " pod " << p;
     }
   }
 }
