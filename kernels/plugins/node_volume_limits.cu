@@ -121,8 +121,9 @@ class NodeVolumeLimits final : public engine::Plugin {
     for (int variant = 0; variant < 2; ++variant) {
       plugins::NvlVariant& out = params_.variant[variant];
       Counted fresh;
-      status_[variant] = cache_.error().empty() ? Collect(pod, variant == 0, /*new_pod=*/true, st, &fresh)
-                                                : PluginStatus::Error(cache_.error());
+      // Storage that failed to decode matters only to pods whose volumes are counted.
+      status_[variant] = cache_.error().empty() || !counted ? Collect(pod, variant == 0, /*new_pod=*/true, st, &fresh)
+                                                            : PluginStatus::Error(cache_.error());
       drivers_[variant].clear();
       if (!status_[variant].IsSuccess()) {
         out.error = true;

@@ -42,7 +42,11 @@ class NodeVolumeLimits final : public Plugin {
   PluginStatus Filter(CycleState&, const Pod& pod, const NodeInfo& node, const ClusterState& cluster) override {
     if (pod.volumes.empty()) return PluginStatus::Success();
     const StorageObjects& st = cache_.Get(*cluster.objects);
-    if (!cache_.error().empty()) return PluginStatus::Error(cache_.error());
+    bool counted = false;
+    for (const Volume& v : pod.volumes) {
+      counted = counted || v.source == "persistentVolumeClaim" || v.source == "ephemeral" || volume::IsInlineMigratable(v);
+    }
+    if (counted && !cache_.error().empty()) return PluginStatus::Error(cache_.error());
     const CSINode* csi_node = st.FindCsiNode(node.node->meta.name);
 
     Volumes fresh;

@@ -141,6 +141,27 @@ TEST(VolumeBindingTest, PvAffinityIsMatchedAgainstANamelessNode) {
   EXPECT_EQ(b.filter[1], Uau({kAffinity}));
 }
 
+TEST(VolumeBindingTest, MalformedStorageIsAnErrorForPodsWithClaims) {
+  ObjectSet c = Cluster();
+  json bad = PvJson("bad", "local", "");
+  bad["spec"]["capacity"] = {{"storage", "lots"}};
+  Add(&c, bad);
+  const PluginStatus error = PluginStatus::Error("PersistentVolume bad: spec.capacity.storage: invalid quantity \"lots\"");
+  EXPECT_EQ(Check(c, ClaimPod({"w8"})).pre_filter, error);
+  EXPECT_TRUE(Check(c, DecodedPod(PodJson("p", json::array()))).pre_filter.IsSkip());
+  for (const char* plugin : {"VolumeRestrictions", "VolumeZone", "NodeVolumeLimits"}) {
+    Both b(plugin, c);
+    Pod empty_dir = DecodedPod(PodJson("p", json::array({{{"name", "e"}, {"emptyDir", json::object()}}})));
+    Outcome e = b.engine.Run(empty_dir);
+    EXPECT_EQ(DiffOutcomes(e, b.reference.Run(empty_dir)), "") << plugin;
+    EXPECT_TRUE(e.filter[0].IsSuccess()) << plugin;
+    Pod claim = ClaimPod({"w8"});
+    Outcome f = b.engine.Run(claim);
+    EXPECT_EQ(DiffOutcomes(f, b.reference.Run(claim)), "") << plugin;
+    EXPECT_TRUE(f.pre_filter == error || f.filter[0] == error) << plugin;
+  }
+}
+
 TEST(VolumeBindingTest, PreFilterClassifiesClaims) {
   ObjectSet c = Cluster();
   Add(&c, ClassJson("unset", ""));
