@@ -4,10 +4,12 @@
 #include <thrust/execution_policy.h>
 #include "kplace/common/host_device.h"
 #include <thrust/copy.h>
+#include <thrust/fill.h>
 #include <thrust/transform.h>
 #include <thrust/reduce.h>
 #include <thrust/functional.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "kplace/engine/plugin.h"
@@ -39,16 +41,61 @@ inline auto policy() { return thrust::omp::par; }
 
 namespace kplace::KPLACE_BACKEND_NS {
 
+/** On the omp backend, per-node plugin work over fewer nodes than this runs on the calling
+ *  thread: an OpenMP parallel region costs a futex round trip (OMP_WAIT_POLICY=passive),
+ *  microseconds, more than the work over a feasible window or a few bound nodes. */
+constexpr int64_t kOmpSerialBelow = 2048;
+/** The same for work of a few instructions per element (fills, gathers, merges). */
+constexpr int64_t kOmpLightSerialBelow = 65536;
+
+/** Calls `f(policy)` with the execution policy for work over `n` elements: policy(), or
+ *  on the omp backend thrust::seq below `serial_below` (backend memory is host memory
+ *  there). The cuda backend always gets policy(). */
+template <typename F>
+void WithPolicy(int64_t n, F&& f, int64_t serial_below = kOmpSerialBelow) {
+#if defined(KPLACE_BACKEND_OMP)
+  if (n < serial_below) {
+    f(thrust::seq);
+    return;
+  }
+#endif
+  f(policy());
+}
+
 /** Copies a host vector into backend memory. */
 template <typename T>
 void Upload(const std::vector<T>& host, vector<T>* out) {
+#if defined(KPLACE_BACKEND_OMP)
+  out->resize(host.size());  // no parallel region unless it grows
+  std::copy(host.begin(), host.end(), thrust::raw_pointer_cast(out->data()));
+#else
   out->assign(host.begin(), host.end());
+#endif
 }
 
 template <typename T>
 T* Ptr(vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
 template <typename T>
 const T* Ptr(const vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
+
+/** Sets `*v` to `n` copies of `value`. */
+template <typename T>
+void Fill(vector<T>* v, int64_t n, T value) {
+  v->resize(n);
+  T* data = thrust::raw_pointer_cast(v->data());
+  WithPolicy(n, [&](auto p) { thrust::fill(p, data, data + n, value); }, kOmpLightSerialBelow);
+}
+
+/** Copies the first `n` elements of backend vector `v` to host memory at `out`. */
+template <typename T>
+void Download(const vector<T>& v, int64_t n, T* out) {
+  if (n <= 0) return;
+#if defined(KPLACE_BACKEND_OMP)
+  std::copy(Ptr(v), Ptr(v) + n, out);
+#else
+  thrust::copy(v.begin(), v.begin() + n, out);
+#endif
+}
 
 /** A node column: the host copy the plugin reads while compiling, and the backend copy
  *  kernels read. Set() keeps both in step on bind. */
@@ -69,21 +116,26 @@ struct Column {
 template <typename Out, typename F>
 void ForEachNode(int32_t n, Out* out, F f) {
   if (n <= 0) return;
-  thrust::transform(policy(), thrust::counting_iterator<int32_t>(0),
-                    thrust::counting_iterator<int32_t>(n), out, f);
+  WithPolicy(n, [&](auto p) {
+    thrust::transform(p, thrust::counting_iterator<int32_t>(0), thrust::counting_iterator<int32_t>(n), out, f);
+  });
 }
 
 /** out[k] = f(nodes[k]) for the listed nodes. */
 template <typename Out, typename F>
 void ForListedNodes(const engine::NodeIndex* nodes, int32_t count, Out* out, F f) {
   if (count <= 0) return;
-  thrust::transform(policy(), nodes, nodes + count, out, f);
+  WithPolicy(count, [&](auto p) { thrust::transform(p, nodes, nodes + count, out, f); });
 }
 
 /** Largest of `count` scores (0 when empty). */
 inline int64_t MaxScore(const int64_t* scores, int32_t count) {
   if (count <= 0) return 0;
-  return thrust::reduce(policy(), scores, scores + count, int64_t{0}, thrust::maximum<int64_t>());
+  int64_t max = 0;
+  WithPolicy(count, [&](auto p) {
+    max = thrust::reduce(p, scores, scores + count, int64_t{0}, thrust::maximum<int64_t>());
+  });
+  return max;
 }
 
 struct DefaultNormalizeFn {
@@ -100,7 +152,7 @@ struct DefaultNormalizeFn {
 inline void DefaultNormalize(int64_t* scores, int32_t count, bool reverse) {
   if (count <= 0) return;
   int64_t max = MaxScore(scores, count);
-  thrust::transform(policy(), scores, scores + count, scores, DefaultNormalizeFn{max, reverse});
+  WithPolicy(count, [&](auto p) { thrust::transform(p, scores, scores + count, scores, DefaultNormalizeFn{max, reverse}); });
 }
 
 }  // namespace kplace::KPLACE_BACKEND_NS

@@ -3,9 +3,6 @@
 
 #include <thrust/gather.h>
 #include <thrust/scatter.h>
-#if defined(KPLACE_BACKEND_OMP)
-#include <omp.h>
-#endif
 
 #include "kernels/backend.cuh"
 #include "kplace/engine/framework.h"
@@ -30,30 +27,6 @@ struct FirstFailureFn {
     return thrust::make_tuple(plugin, code);
   }
 };
-
-#if defined(KPLACE_BACKEND_OMP)
-/** Runs the Thrust calls made in its lifetime on the calling thread (an OpenMP team of
- *  one) when `active`: for a window of a few hundred nodes, waking the team costs more
- *  than the work. */
-class SerialScope {
- public:
-  explicit SerialScope(bool active) : saved_(active ? omp_get_max_threads() : 0) {
-    if (saved_ > 1) omp_set_num_threads(1);
-  }
-  ~SerialScope() {
-    if (saved_ > 1) omp_set_num_threads(saved_);
-  }
-  SerialScope(const SerialScope&) = delete;
-  SerialScope& operator=(const SerialScope&) = delete;
-
- private:
-  int saved_;
-};
-#else
-struct SerialScope {
-  explicit SerialScope(bool) {}
-};
-#endif
 
 struct AddWeightedFn {
   int64_t weight;
@@ -237,8 +210,13 @@ class BackendFramework final : public engine::Framework {
   void Bind(const Pod& pod, NodeIndex node) override {
     // The controller owns the snapshot; it records the pod before notifying plugins.
     for (auto& [name, plugin] : by_name_) plugin->OnBind(pod, node, *snapshot_);
-    // What the current run keeps about `node` is stale now.
+    // What the current run keeps about `node` is stale now. (A run that sees no pod for a
+    // long time starts over rather than collect more bound nodes than there are nodes.)
     run_dirty_.push_back(node);
+    if (run_dirty_.size() > static_cast<size_t>(snapshot_->num_nodes())) {
+      run_filter_valid_ = false;
+      run_dirty_.clear();
+    }
     for (ScoreCache& c : run_scores_) {
       if (static_cast<size_t>(node) < c.valid.size()) c.valid[node] = 0;
     }
@@ -291,10 +269,9 @@ class BackendFramework final : public engine::Framework {
     const int32_t count = static_cast<int32_t>(feasible.size());
     out.skipped.assign(score_.size(), false);
     if (!RunPreScore(feasible, &out)) return out;
-    SerialScope serial(count <= kSerialWindow);
     Upload(feasible, &nodes_);
     scores_.resize(count);
-    total_.assign(count, int64_t{0});
+    Fill(&total_, count, int64_t{0});
     if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
     for (size_t k = 0; k < score_.size(); ++k) {
       if (out.skipped[k]) continue;
@@ -304,19 +281,18 @@ class BackendFramework final : public engine::Framework {
         score_[k]->Score(Ptr(nodes_), count, Ptr(scores_));
       }
       score_[k]->NormalizeScore(count, Ptr(scores_));
-      thrust::transform(policy(), total_.begin(), total_.end(), scores_.begin(), total_.begin(),
-                        AddWeightedFn{profile_.score[k].weight});
+      int64_t* total = Ptr(total_);
+      const int64_t* scores = Ptr(scores_);
+      WithPolicy(
+          count, [&](auto p) { thrust::transform(p, total, total + count, scores, total, AddWeightedFn{profile_.score[k].weight}); },
+          kOmpLightSerialBelow);
     }
     out.total.resize(count);
-    thrust::copy(total_.begin(), total_.end(), out.total.begin());
+    Download(total_, count, out.total.data());
     return out;
   }
 
  private:
-  // Up to this many nodes, batched per-pod work runs on the calling thread: on the omp
-  // backend waking the team costs more than the work (no effect on cuda).
-  static constexpr int32_t kSerialWindow = 8192;
-
   /** Raw scores of one node-local score plugin, per node, for the current run. */
   struct ScoreCache {
     std::vector<uint8_t> valid;  // host; empty until the run first scores with the plugin
@@ -345,19 +321,22 @@ class BackendFramework final : public engine::Framework {
 
   /** First failure per node over the Filter plugins not marked in `skip`, into host `out`. */
   void FirstFailure(const std::vector<bool>& skip, int32_t n, FilterResult* out) {
-    failed_.assign(n, int16_t{0});
-    code_.assign(n, VerdictCode{0});
+    Fill(&failed_, n, int16_t{0});
+    Fill(&code_, n, VerdictCode{0});
     codes_.resize(n);
-    auto first = thrust::make_zip_iterator(thrust::make_tuple(failed_.begin(), code_.begin()));
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(Ptr(failed_), Ptr(code_)));
+    const VerdictCode* codes = Ptr(codes_);
     for (size_t f = 0; f < filter_.size(); ++f) {
       if (skip[f]) continue;
       filter_[f]->Filter(n, Ptr(codes_));
-      thrust::transform(policy(), first, first + n, codes_.begin(), first, FirstFailureFn{static_cast<int16_t>(f + 1)});
+      WithPolicy(
+          n, [&](auto p) { thrust::transform(p, first, first + n, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
+          kOmpLightSerialBelow);
     }
     out->failed_plugin.resize(n);
     out->code.resize(n);
-    thrust::copy(failed_.begin(), failed_.end(), out->failed_plugin.begin());
-    thrust::copy(code_.begin(), code_.end(), out->code.begin());
+    Download(failed_, n, out->failed_plugin.data());
+    Download(code_, n, out->code.data());
   }
 
   /** Re-evaluates the node-local Filter plugins on the nodes bound since the last call. */
@@ -365,27 +344,30 @@ class BackendFramework final : public engine::Framework {
     std::sort(run_dirty_.begin(), run_dirty_.end());
     run_dirty_.erase(std::unique(run_dirty_.begin(), run_dirty_.end()), run_dirty_.end());
     const int32_t d = static_cast<int32_t>(run_dirty_.size());
-    SerialScope serial(d <= kSerialWindow);
     Upload(run_dirty_, &dirty_nodes_);
-    dirty_failed_.assign(d, int16_t{0});
-    dirty_code_.assign(d, VerdictCode{0});
+    Fill(&dirty_failed_, d, int16_t{0});
+    Fill(&dirty_code_, d, VerdictCode{0});
     dirty_codes_.resize(d);
-    auto first = thrust::make_zip_iterator(thrust::make_tuple(dirty_failed_.begin(), dirty_code_.begin()));
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(Ptr(dirty_failed_), Ptr(dirty_code_)));
+    const NodeIndex* nodes = Ptr(dirty_nodes_);
+    VerdictCode* codes = Ptr(dirty_codes_);
     for (size_t f = 0; f < filter_.size(); ++f) {
       if (local_skip[f]) continue;
-      if (!filter_[f]->FilterNodes(Ptr(dirty_nodes_), d, Ptr(dirty_codes_))) {
+      if (!filter_[f]->FilterNodes(nodes, d, codes)) {
         const int32_t n = snapshot_->num_nodes();
         codes_.resize(n);
         filter_[f]->Filter(n, Ptr(codes_));
-        thrust::gather(policy(), dirty_nodes_.begin(), dirty_nodes_.end(), codes_.begin(), dirty_codes_.begin());
+        const VerdictCode* all = Ptr(codes_);
+        WithPolicy(d, [&](auto p) { thrust::gather(p, nodes, nodes + d, all, codes); }, kOmpLightSerialBelow);
       }
-      thrust::transform(policy(), first, first + d, dirty_codes_.begin(), first,
-                        FirstFailureFn{static_cast<int16_t>(f + 1)});
+      WithPolicy(
+          d, [&](auto p) { thrust::transform(p, first, first + d, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
+          kOmpLightSerialBelow);
     }
     std::vector<int16_t> failed(d);
     std::vector<VerdictCode> code(d);
-    thrust::copy(dirty_failed_.begin(), dirty_failed_.end(), failed.begin());
-    thrust::copy(dirty_code_.begin(), dirty_code_.end(), code.begin());
+    Download(dirty_failed_, d, failed.data());
+    Download(dirty_code_, d, code.data());
     for (int32_t j = 0; j < d; ++j) {
       run_local_.failed_plugin[run_dirty_[j]] = failed[j];
       run_local_.code[run_dirty_[j]] = code[j];
@@ -393,8 +375,8 @@ class BackendFramework final : public engine::Framework {
     run_dirty_.clear();
   }
 
-  /** Fills scores_ with score plugin k's raw scores of `feasible` from the run's cache,
-   *  scoring the nodes it does not hold yet. */
+  /** Fills scores_ with score plugin k's raw scores of `feasible` (already in nodes_) from
+   *  the run's cache, scoring the nodes it does not hold yet. */
   void CachedRawScores(size_t k, const std::vector<NodeIndex>& feasible) {
     const int32_t n = snapshot_->num_nodes();
     ScoreCache& c = run_scores_[k];
@@ -409,14 +391,20 @@ class BackendFramework final : public engine::Framework {
         missing_.push_back(i);
       }
     }
+    int64_t* raw = Ptr(c.raw);
     if (!missing_.empty()) {
       const int32_t m = static_cast<int32_t>(missing_.size());
       Upload(missing_, &missing_nodes_);
       missing_scores_.resize(m);
       score_[k]->Score(Ptr(missing_nodes_), m, Ptr(missing_scores_));
-      thrust::scatter(policy(), missing_scores_.begin(), missing_scores_.end(), missing_nodes_.begin(), c.raw.begin());
+      const int64_t* scored = Ptr(missing_scores_);
+      const NodeIndex* at = Ptr(missing_nodes_);
+      WithPolicy(m, [&](auto p) { thrust::scatter(p, scored, scored + m, at, raw); }, kOmpLightSerialBelow);
     }
-    thrust::gather(policy(), nodes_.begin(), nodes_.end(), c.raw.begin(), scores_.begin());
+    const int32_t count = static_cast<int32_t>(feasible.size());
+    const NodeIndex* window = Ptr(nodes_);
+    int64_t* out = Ptr(scores_);
+    WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, raw, out); }, kOmpLightSerialBelow);
   }
 
   void StartPod(const Pod& pod) {

@@ -91,6 +91,9 @@ class ImageLocality final : public engine::Plugin {
     ImageNodeView v{offsets_.ptr(), image_ids_.ptr(), sizes_.ptr()};
     ForListedNodes(nodes, count, scores, ImageScoreFn{v, params_});
   }
+  // Node images never change while scheduling; the spread factor counts nodes that have an
+  // image, which no bind changes either.
+  bool NodeLocal() const override { return true; }
 
  private:
   int32_t Intern(const std::string& name) {

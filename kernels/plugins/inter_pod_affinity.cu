@@ -408,11 +408,13 @@ class InterPodAffinity final : public engine::Plugin {
 
   void NormalizeScore(int32_t count, int64_t* scores) override {
     if (!score_ready_ || count <= 0) return;
-    const int64_t mn = thrust::reduce(policy(), scores, scores + count, std::numeric_limits<int64_t>::max(),
-                                      thrust::minimum<int64_t>());
-    const int64_t mx = thrust::reduce(policy(), scores, scores + count, std::numeric_limits<int64_t>::min(),
-                                      thrust::maximum<int64_t>());
-    thrust::transform(policy(), scores, scores + count, scores, IpaNormalizeFn{mn, mx - mn});
+    WithPolicy(count, [&](auto p) {
+      const int64_t mn =
+          thrust::reduce(p, scores, scores + count, std::numeric_limits<int64_t>::max(), thrust::minimum<int64_t>());
+      const int64_t mx =
+          thrust::reduce(p, scores, scores + count, std::numeric_limits<int64_t>::min(), thrust::maximum<int64_t>());
+      thrust::transform(p, scores, scores + count, scores, IpaNormalizeFn{mn, mx - mn});
+    });
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {

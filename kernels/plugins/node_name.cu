@@ -41,6 +41,12 @@ class NodeName final : public engine::Plugin {
     ForEachNode(n, codes, NodeNameFilterFn{NodeNameView{name_id_.ptr()}, params_});
   }
 
+  bool FilterNodes(const engine::NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, NodeNameFilterFn{NodeNameView{name_id_.ptr()}, params_});
+    return true;
+  }
+  bool NodeLocal() const override { return true; }  // node names never change
+
   PluginStatus Verdict(VerdictCode) const override {
     return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "node(s) didn't match the requested node name");
   }

@@ -63,6 +63,17 @@ class NodePorts final : public engine::Plugin {
     ForEachNode(n, codes, NodePortsFilterFn{v, p});
   }
 
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    NodePortsView v{offsets_.ptr(), counts_.ptr(), entries_.ptr()};
+    NodePortsParams p{thrust::raw_pointer_cast(wanted_.data()), static_cast<int32_t>(wanted_host_.size()), has_state_};
+    ForListedNodes(nodes, count, codes, NodePortsFilterFn{v, p});
+    return true;
+  }
+  // A node's verdict reads its own used ports; a bind adds to the bound node's only. Wanted
+  // ports are looked up without interning, so an IP or protocol first used by a later bind
+  // changes ids, not meaning: an id no node uses and kNoId both match no entry.
+  bool NodeLocal() const override { return true; }
+
   PluginStatus Verdict(VerdictCode code) const override {
     if (code == plugins::kPortsNoState) {
       return PluginStatus::Error("reading \"PreFilterNodePorts\" from cycleState: not found");

@@ -75,6 +75,8 @@ class NodeResourcesBalancedAllocation final : public engine::Plugin {
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
+  // A node's score reads its own resource columns; a bind adds to the bound node's.
+  bool NodeLocal() const override { return true; }
 
  private:
   explicit NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs args) : args_(std::move(args)) {}

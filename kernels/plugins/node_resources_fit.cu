@@ -82,6 +82,12 @@ class NodeResourcesFit final : public engine::Plugin {
   void Filter(int32_t n, VerdictCode* codes) override {
     ForEachNode(n, codes, FitFilterFn{columns_.View(), filter_});
   }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
+    return true;
+  }
+  // A node's fit and score read its own resource columns; a bind adds to the bound node's.
+  bool NodeLocal() const override { return true; }
 
   PluginStatus Verdict(VerdictCode code) const override {
     PluginStatus s{code & plugins::kFitUnresolvable ? Code::kUnschedulableAndUnresolvable : Code::kUnschedulable, {}};

@@ -47,6 +47,12 @@ class NodeUnschedulable final : public engine::Plugin {
     ForEachNode(n, codes, UnschedulableFilterFn{NodeUnschedulableView{unschedulable_.ptr()}, params_});
   }
 
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, UnschedulableFilterFn{NodeUnschedulableView{unschedulable_.ptr()}, params_});
+    return true;
+  }
+  bool NodeLocal() const override { return true; }  // the flag never changes while scheduling
+
   PluginStatus Verdict(VerdictCode) const override {
     return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "node(s) were unschedulable");
   }

@@ -105,6 +105,12 @@ class TaintToleration final : public engine::Plugin {
   }
 
   void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, TaintFilterFn{View(), filter_.Params()}); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, TaintFilterFn{View(), filter_.Params()});
+    return true;
+  }
+  // Taints are node state no bind changes.
+  bool NodeLocal() const override { return true; }
 
   PluginStatus Verdict(VerdictCode) const override {
     return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kUntoleratedReason);

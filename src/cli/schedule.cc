@@ -1,5 +1,6 @@
 // `kplace schedule` and `kplace explain`: a real snapshot plus pending pods in, placements out.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
 #include "kplace/config/config.h"
+#include "kplace/cycle/batch.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
@@ -229,6 +231,9 @@ int Schedule(int argc, char** argv, bool explain_command) {
   bool& explain_flag = flags.Bool("explain", "include per-node, per-plugin verdicts and scores");
   bool& klog = flags.Bool("klog", "also print kube-scheduler -v=10 score lines to stderr (with --explain)");
   bool& report = flags.Bool("report", "add per-workload replicas surviving the worst node, zone and region loss");
+  int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
+                             "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
+  bool& verify = flags.Bool("verify", "engine: schedule per pod and batched, and fail on any difference");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;
   if (cluster_files.empty()) {
@@ -250,6 +255,15 @@ int Schedule(int argc, char** argv, bool explain_command) {
     return 2;
   }
   if (!use_reference && !ParseBackend(backend, &options.backend)) return 2;
+  if (batch < 1 || batch > INT32_MAX) {
+    std::fprintf(stderr, "kplace schedule: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
+    return 2;
+  }
+  options.batch = static_cast<int32_t>(batch);
+  if (verify && use_reference) {
+    std::fprintf(stderr, "kplace schedule: --verify compares the engine's paths; it does not apply to --reference\n");
+    return 2;
+  }
 
   ObjectSet cluster;
   for (const std::string& f : cluster_files) {
@@ -319,18 +333,37 @@ int Schedule(int argc, char** argv, bool explain_command) {
   } else {
     DropUnbuiltDefaults(&config, options);
   }
-  auto scheduler = cycle::Scheduler::Create(cluster, config, options);
-  if (!scheduler.ok()) {
-    std::fprintf(stderr, "kplace schedule: %s\n", std::string(scheduler.status().message()).c_str());
-    return 1;
-  }
   std::vector<size_t> order = cycle::QueueOrder(pending);
   std::vector<cycle::Placement> placements;
-  for (size_t k = 0; k < order.size(); ++k) {
-    placements.push_back((*scheduler)->Schedule(pending[order[k]]));
-    if (klog) PrintKlog(placements.back(), stderr);
-    if (order.size() >= 1000 && (k + 1) % 1000 == 0) {
-      std::fprintf(stderr, "kplace schedule: %zu/%zu pods\n", k + 1, order.size());
+  if (verify) {
+    auto c = cycle::CompareBatched(cluster, config, options, pending);
+    if (!c.ok()) {
+      std::fprintf(stderr, "kplace schedule: %s\n", std::string(c.status().message()).c_str());
+      return 1;
+    }
+    if (!c->same()) {
+      std::fprintf(stderr, "kplace schedule: --verify: batched and per-pod scheduling differ: %lld of %lld placements; %s\n",
+                   static_cast<long long>(c->mismatches), static_cast<long long>(c->pods), c->first_mismatch.c_str());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "kplace schedule: --verify: %lld placements and the final start index (%d) identical per pod and batched\n",
+                 static_cast<long long>(c->pods), c->batched_next_start);
+    if (!explain) placements = std::move(options.batch > 1 ? c->batched : c->per_pod);
+  }
+  if (placements.size() != order.size()) {
+    placements.clear();
+    auto scheduler = cycle::Scheduler::Create(cluster, config, options);
+    if (!scheduler.ok()) {
+      std::fprintf(stderr, "kplace schedule: %s\n", std::string(scheduler.status().message()).c_str());
+      return 1;
+    }
+    for (size_t k = 0; k < order.size(); ++k) {
+      placements.push_back((*scheduler)->Schedule(pending[order[k]]));
+      if (klog) PrintKlog(placements.back(), stderr);
+      if (order.size() >= 1000 && (k + 1) % 1000 == 0) {
+        std::fprintf(stderr, "kplace schedule: %zu/%zu pods\n", k + 1, order.size());
+      }
     }
   }
 

@@ -7,6 +7,7 @@
 
 #include "kplace/common/strings.h"
 #include "kplace/common/status.h"
+#include "kplace/cycle/batch.h"
 #include "kplace/cycle/node_order.h"
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
@@ -237,6 +238,12 @@ class CycleScheduler final : public Scheduler {
         fw->Prepare(*snapshot_);
         evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
       }
+      if (options_.batch > 1 && !options_.explain) {
+        for (auto& e : evaluators_) {
+          batches_.push_back(std::make_unique<BatchCycle>(&static_cast<EngineEvaluator*>(e.get())->framework(),
+                                                          &order_, options_.batch));
+        }
+      }
     }
     return absl::OkStatus();
   }
@@ -253,8 +260,12 @@ class CycleScheduler final : public Scheduler {
     Placement out;
     out.pod = ObjectKey(pod.meta);
     Evaluator* ev = nullptr;
-    for (auto& e : evaluators_) {
-      if (e->profile().scheduler_name == pod.scheduler_name) ev = e.get();
+    size_t ev_index = 0;
+    for (size_t e = 0; e < evaluators_.size(); ++e) {
+      if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) {
+        ev = evaluators_[e].get();
+        ev_index = e;
+      }
     }
     if (!ev) {
       out.code = Code::kUnschedulableAndUnresolvable;
@@ -267,6 +278,7 @@ class CycleScheduler final : public Scheduler {
       out.message = "no nodes available to schedule pods";
       return out;
     }
+    if (!batches_.empty()) return ScheduleBatched(pod, *batches_[ev_index], ev->profile(), std::move(out));
     std::shared_ptr<Explanation> explain;
     if (options_.explain) {
       explain = std::make_shared<Explanation>();
@@ -387,6 +399,21 @@ class CycleScheduler final : public Scheduler {
     }
   }
 
+  Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out) {
+    const int32_t percentage = profile.percentage_of_nodes_to_score.value_or(config_.percentage_of_nodes_to_score);
+    BatchCycle::Decision d =
+        batch.Schedule(pod, SchedulingSignature(pod), percentage, options_.tie_break, &rng_, &next_start_);
+    out.code = d.code;
+    out.message = std::move(d.message);
+    out.feasible = d.feasible;
+    out.score = d.score;
+    if (d.host >= 0) {
+      out.node = cluster_.nodes[d.host].meta.name;
+      Bind(pod, d.host);
+    }
+    return out;
+  }
+
   void Bind(const Pod& pod, NodeIndex host) {
     if (options_.reference) {
       bound_.push_back(pod);
@@ -405,6 +432,7 @@ class CycleScheduler final : public Scheduler {
   std::vector<int32_t> order_;
   int32_t next_start_ = 0;
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
+  std::vector<std::unique_ptr<BatchCycle>> batches_;  // per evaluator, when batched
   std::unique_ptr<engine::Snapshot> snapshot_;
   reference::ClusterState state_;
   std::deque<Pod> bound_;

@@ -18,6 +18,9 @@ namespace kplace::cycle {
 
 enum class TieBreak { kHeap, kRandom };
 
+/** Options::batch by default: the most consecutive pods that share one batched run. */
+constexpr int32_t kDefaultBatch = 1024;
+
 struct Options {
   bool reference = false;  // the scalar reference instead of the engine
   engine::Backend backend = engine::Backend::kOmp;
@@ -25,6 +28,11 @@ struct Options {
   uint64_t seed = 1;
   FeatureGates gates;
   bool explain = false;  // keep per-plugin verdicts and scores of every cycle
+  /** Batched cycles (kplace/cycle/batch.h): up to this many consecutive pods with one
+   *  scheduling signature reuse what node-local plugins computed for the pods before them.
+   *  1 (or less) schedules each pod on its own: the per-pod path. Decisions are the same
+   *  either way. The reference and `explain` always run per pod. */
+  int32_t batch = kDefaultBatch;
 };
 
 /** Per-node details of one cycle, for `kplace explain`. */

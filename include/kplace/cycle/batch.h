@@ -1,0 +1,103 @@
+#pragma once
+// Batched scheduling that decides exactly as scheduling one pod at a time does
+// (DESIGN.md "Batching without changing decisions"; cycle-and-config.md §1).
+//
+// Consecutive pods of one profile with the same scheduling signature (the same pod apart
+// from name, uid and creation time) compile to the same plugin parameters. Binding pod k
+// to node h changes node h's own state and the cluster-wide state of plugins that are not
+// node-local (PodTopologySpread, InterPodAffinity, ...). So within such a run the engine
+// keeps each node-local plugin's (engine::Plugin::NodeLocal) verdict and raw score per
+// node and, after each bind, evaluates only the bound node again; the other plugins run in
+// full for every pod. What is left per pod is the feasible-window scan from the start
+// index over the kept verdicts, normalization over the window, the weighted sum and the
+// heap selection. The per-pod path (Options::batch = 1) stays the definition: tests and
+// `--verify` compare the two on every placement, message and the final start index.
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/engine/framework.h"
+#include "kplace/model/objects.h"
+
+namespace kplace::cycle {
+
+/**
+ * @brief The scheduling signature of `pod`: every field a plugin or the cycle reads,
+ * encoded byte-exactly, except metadata.name, metadata.uid and the creation timestamp.
+ * Pods with equal signatures in one profile compile to the same plugin parameters.
+ */
+std::string SchedulingSignature(const Pod& pod);
+
+/**
+ * The batched cycle of one profile on an engine framework: the per-pod cycle's steps
+ * (PreFilter, candidate list, scan from the start index for the first K feasible nodes,
+ * FitError text, scores, selection) over Framework::FilterRun / ScoreRun, which keep what
+ * node-local plugins computed for earlier pods of the run.
+ */
+class BatchCycle {
+ public:
+  struct Decision {
+    Code code = Code::kSuccess;
+    std::string message;        // FitError text or the error, when not placed
+    engine::NodeIndex host = -1;  // snapshot index of the chosen node, -1 when not placed
+    int32_t feasible = 0;
+    int64_t score = 0;
+  };
+
+  /** `order` is the scan (zone round-robin) order of snapshot indices and must outlive
+   *  this; at most `max_batch` consecutive pods share one run. */
+  BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch);
+
+  /** @brief One cycle for `pod`, whose signature is `signature`: the decision the per-pod
+   *  cycle makes from the same state, advancing `*next_start` exactly as it does. Does not
+   *  bind: the caller records the pod on `host` through Framework::Bind of every profile,
+   *  which is how each run learns which node changed. */
+  Decision Schedule(const Pod& pod, const std::string& signature, int32_t percentage, TieBreak tie_break,
+                    std::mt19937_64* rng, int32_t* next_start);
+
+ private:
+  struct Verdict {
+    int16_t plugin;
+    engine::VerdictCode code;
+    PluginStatus status;
+    int64_t count;
+  };
+
+  engine::Framework* fw_;
+  const std::vector<int32_t>* order_;
+  int32_t max_batch_;
+  std::string signature_;
+  int32_t run_pods_ = 0;
+  // The PreFilter restriction of the run's last pod and its candidates in scan order.
+  bool restricted_valid_ = false;
+  std::vector<engine::NodeIndex> allowed_, restricted_;
+  std::vector<engine::NodeIndex> feasible_;
+  std::vector<Verdict> verdicts_;  // distinct (plugin, code) of the current scan
+};
+
+/** Per-pod and batched placements of the same pods, compared. */
+struct BatchComparison {
+  int64_t pods = 0;
+  int64_t mismatches = 0;
+  std::string first_mismatch;  // "" when none
+  int32_t per_pod_next_start = 0, batched_next_start = 0;
+  double per_pod_seconds = 0, batched_seconds = 0;
+  std::vector<Placement> per_pod, batched;  // in queue order
+  bool same() const { return mismatches == 0 && per_pod_next_start == batched_next_start; }
+};
+
+/**
+ * @brief Schedules `pending` in queue order from the same `cluster` twice, per pod
+ * (batch 1) and batched (`options.batch`, or kDefaultBatch when that is 1), and compares
+ * every placement's node, code and message and the final next start index.
+ * @return InvalidArgument or Internal when a scheduler cannot be built.
+ */
+absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
+                                               Options options, const std::vector<Pod>& pending);
+
+}  // namespace kplace::cycle

@@ -1,0 +1,349 @@
+#include "kplace/cycle/batch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/cycle/node_order.h"
+
+namespace kplace::cycle {
+namespace {
+
+// A byte-exact, unambiguous encoding: strings are length-prefixed, optionals and lists
+// carry a presence flag or a count, so distinct pods never encode alike.
+class Encoder {
+ public:
+  std::string Take() { return std::move(out_); }
+
+  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void U32(uint32_t v) { Raw(&v, sizeof v); }
+  void I64(int64_t v) { Raw(&v, sizeof v); }
+  void Bool(bool v) { out_.push_back(v ? '\1' : '\0'); }
+  void Str(const std::string& s) {
+    U32(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void Q(const Quantity& q) {
+    __int128 n = q.nanos();
+    Raw(&n, sizeof n);
+  }
+  template <typename T, typename F>
+  void List(const std::vector<T>& v, F f) {
+    U32(static_cast<uint32_t>(v.size()));
+    for (const T& e : v) f(e);
+  }
+  template <typename T, typename F>
+  void Opt(const std::optional<T>& v, F f) {
+    Bool(v.has_value());
+    if (v) f(*v);
+  }
+  void Strings(const std::vector<std::string>& v) {
+    List(v, [&](const std::string& s) { Str(s); });
+  }
+  void StrMap(const std::map<std::string, std::string>& m) {
+    U32(static_cast<uint32_t>(m.size()));
+    for (const auto& [k, v] : m) {
+      Str(k);
+      Str(v);
+    }
+  }
+  void Resources(const ResourceList& r) {
+    U32(static_cast<uint32_t>(r.size()));
+    for (const auto& [k, v] : r) {
+      Str(k);
+      Q(v);
+    }
+  }
+  void Selector(const LabelSelector& s) {
+    StrMap(s.match_labels);
+    List(s.match_expressions, [&](const LabelSelectorRequirement& r) {
+      Str(r.key);
+      Str(r.op);
+      Strings(r.values);
+    });
+  }
+  void NodeTerm(const NodeSelectorTerm& t) {
+    auto req = [&](const NodeSelectorRequirement& r) {
+      Str(r.key);
+      Str(r.op);
+      Strings(r.values);
+    };
+    List(t.match_expressions, req);
+    List(t.match_fields, req);
+  }
+  void PodTerm(const PodAffinityTerm& t) {
+    Opt(t.label_selector, [&](const LabelSelector& s) { Selector(s); });
+    Strings(t.namespaces);
+    Opt(t.namespace_selector, [&](const LabelSelector& s) { Selector(s); });
+    Str(t.topology_key);
+    Strings(t.match_label_keys);
+    Strings(t.mismatch_label_keys);
+  }
+  void PodAffinityOf(const PodAffinity& a) {
+    List(a.required, [&](const PodAffinityTerm& t) { PodTerm(t); });
+    List(a.preferred, [&](const WeightedPodAffinityTerm& w) {
+      I64(w.weight);
+      PodTerm(w.term);
+    });
+  }
+  void ContainerOf(const Container& c) {
+    Str(c.name);
+    Str(c.image);
+    Resources(c.requests);
+    Resources(c.limits);
+    Opt(c.restart_policy, [&](const std::string& s) { Str(s); });
+    List(c.ports, [&](const ContainerPort& p) {
+      I64(p.container_port);
+      I64(p.host_port);
+      Str(p.protocol);
+      Str(p.host_ip);
+    });
+  }
+
+ private:
+  std::string out_;
+};
+
+}  // namespace
+
+std::string SchedulingSignature(const Pod& pod) {
+  // Every Pod field but meta.name, meta.uid and the creation time. A field added to Pod
+  // must be added here too, or pods differing only in it would share kept verdicts.
+  Encoder e;
+  const ObjectMeta& m = pod.meta;
+  e.Str(m.namespace_);
+  e.StrMap(m.labels);
+  e.StrMap(m.annotations);
+  e.Str(m.deletion_timestamp);
+  e.List(m.owner_references, [&](const OwnerReference& o) {
+    e.Str(o.api_version);
+    e.Str(o.kind);
+    e.Str(o.name);
+    e.Str(o.uid);
+    e.Bool(o.controller);
+  });
+  e.Str(pod.node_name);
+  e.Str(pod.scheduler_name);
+  e.Opt(pod.priority, [&](int32_t p) { e.I64(p); });
+  e.Str(pod.priority_class_name);
+  e.List(pod.containers, [&](const Container& c) { e.ContainerOf(c); });
+  e.List(pod.init_containers, [&](const Container& c) { e.ContainerOf(c); });
+  e.Resources(pod.overhead);
+  e.Opt(pod.pod_requests, [&](const ResourceList& r) { e.Resources(r); });
+  e.Opt(pod.pod_limits, [&](const ResourceList& r) { e.Resources(r); });
+  e.StrMap(pod.node_selector);
+  e.Bool(pod.node_selector_set);
+  e.Opt(pod.affinity, [&](const Affinity& a) {
+    e.Opt(a.node_affinity, [&](const NodeAffinity& na) {
+      e.Opt(na.required, [&](const NodeSelector& s) { e.List(s.terms, [&](const NodeSelectorTerm& t) { e.NodeTerm(t); }); });
+      e.List(na.preferred, [&](const PreferredSchedulingTerm& t) {
+        e.I64(t.weight);
+        e.NodeTerm(t.preference);
+      });
+      e.Bool(na.preferred_set);
+    });
+    e.Opt(a.pod_affinity, [&](const PodAffinity& p) { e.PodAffinityOf(p); });
+    e.Opt(a.pod_anti_affinity, [&](const PodAffinity& p) { e.PodAffinityOf(p); });
+  });
+  e.List(pod.tolerations, [&](const Toleration& t) {
+    e.Str(t.key);
+    e.Str(t.op);
+    e.Str(t.value);
+    e.Str(t.effect);
+    e.Opt(t.toleration_seconds, [&](int64_t s) { e.I64(s); });
+  });
+  e.List(pod.topology_spread_constraints, [&](const TopologySpreadConstraint& c) {
+    e.I64(c.max_skew);
+    e.Str(c.topology_key);
+    e.Str(c.when_unsatisfiable);
+    e.Opt(c.label_selector, [&](const LabelSelector& s) { e.Selector(s); });
+    e.Opt(c.min_domains, [&](int32_t v) { e.I64(v); });
+    e.Opt(c.node_affinity_policy, [&](const std::string& s) { e.Str(s); });
+    e.Opt(c.node_taints_policy, [&](const std::string& s) { e.Str(s); });
+    e.Strings(c.match_label_keys);
+  });
+  e.List(pod.volumes, [&](const Volume& v) {
+    e.Str(v.name);
+    e.Str(v.source);
+    e.Str(v.claim_name);
+    e.Bool(v.read_only);
+    e.Str(v.image_reference);
+    e.Str(v.disk_id);
+    e.Str(v.source_json);
+  });
+  e.Str(pod.phase);
+  return e.Take();
+}
+
+BatchCycle::BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch)
+    : fw_(framework), order_(order), max_batch_(std::max(1, max_batch)) {}
+
+BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& signature, int32_t percentage,
+                                          TieBreak tie_break, std::mt19937_64* rng, int32_t* next_start) {
+  Decision out;
+  const int32_t n = static_cast<int32_t>(order_->size());
+  if (run_pods_ == 0 || run_pods_ >= max_batch_ || signature != signature_) {
+    fw_->BeginRun();
+    signature_ = signature;
+    run_pods_ = 0;
+  }
+  ++run_pods_;
+
+  engine::PreFilterResult pre = fw_->PreFilter(pod);
+  if (pre.status.code == Code::kError) {
+    out.code = Code::kError;
+    out.message = pre.status.Message();
+    return out;
+  }
+  if (pre.status.IsRejected()) {
+    out.code = pre.status.code;
+    out.message = FitErrorMessage(n, pre.status.Message(), {});
+    return out;
+  }
+
+  // Candidates in scan order: the whole round-robin list, or the PreFilter subset (kept
+  // while the restriction stays the same).
+  const std::vector<int32_t>* candidates = order_;
+  if (pre.restricted) {
+    if (!restricted_valid_ || pre.allowed != allowed_) {
+      std::vector<bool> allowed(n, false);
+      for (engine::NodeIndex i : pre.allowed) allowed[i] = true;
+      restricted_.clear();
+      for (int32_t i : *order_) {
+        if (allowed[i]) restricted_.push_back(i);
+      }
+      allowed_ = pre.allowed;
+      restricted_valid_ = true;
+    }
+    candidates = &restricted_;
+  }
+  const std::vector<int32_t>& cand = *candidates;
+  const int32_t m = static_cast<int32_t>(cand.size());
+  const bool has_score = !fw_->profile().score.empty();
+  const int32_t k = has_score ? NumFeasibleNodesToFind(percentage, m) : std::min(1, m);
+
+  // The scan: the first K feasible nodes from the start index, stopping at the (K+1)-th.
+  // Rejections are counted per distinct (plugin, code); the first that stands for an error
+  // ends the cycle there, as in the per-pod scan.
+  feasible_.clear();
+  verdicts_.clear();
+  int32_t recorded = 0;
+  int32_t processed = m;
+  if (m > 0) {
+    const engine::FilterResult& fr = fw_->FilterRun(pre);
+    const int16_t* failed = fr.failed_plugin.data();
+    const engine::VerdictCode* codes = fr.code.data();
+    int32_t pos = static_cast<int32_t>(static_cast<int64_t>(*next_start) % m);
+    for (int32_t v = 0; v < m; ++v, pos = pos + 1 == m ? 0 : pos + 1) {
+      const engine::NodeIndex i = cand[pos];
+      const int16_t f = failed[i];
+      if (f == 0) {
+        if (static_cast<int32_t>(feasible_.size()) == k) {  // the (K+1)-th: evaluated, dropped
+          processed = v;
+          break;
+        }
+        feasible_.push_back(i);
+        continue;
+      }
+      ++recorded;
+      const engine::VerdictCode code = codes[i];
+      Verdict* seen = nullptr;
+      for (Verdict& vd : verdicts_) {
+        if (vd.plugin == f && vd.code == code) {
+          seen = &vd;
+          break;
+        }
+      }
+      if (seen == nullptr) {
+        verdicts_.push_back(Verdict{f, code, fw_->Verdict(f - 1, code), 0});
+        seen = &verdicts_.back();
+        if (seen->status.code == Code::kError) {
+          out.code = Code::kError;
+          out.message = seen->status.Message();
+          return out;
+        }
+      }
+      ++seen->count;
+    }
+  }
+  *next_start = static_cast<int32_t>((static_cast<int64_t>(*next_start) + processed) % n);
+  out.feasible = static_cast<int32_t>(feasible_.size());
+
+  if (feasible_.empty()) {
+    std::map<std::string, int64_t> reasons;
+    for (const Verdict& vd : verdicts_) {
+      for (const std::string& r : vd.status.reasons) reasons[r] += vd.count;
+    }
+    if (pre.restricted) {
+      std::vector<std::string> plugins = pre.restricting_plugins;
+      std::sort(plugins.begin(), plugins.end());
+      std::string absent = "node(s) didn't satisfy plugin(s) [";
+      for (size_t j = 0; j < plugins.size(); ++j) absent += (j ? " " : "") + plugins[j];
+      reasons[absent + "]"] += n - recorded;
+    }
+    out.code = Code::kUnschedulable;
+    out.message = FitErrorMessage(n, "", reasons);
+    return out;
+  }
+  size_t chosen = 0;
+  if (feasible_.size() > 1) {
+    std::vector<int64_t> total;
+    if (has_score) {
+      engine::ScoreResult scores = fw_->ScoreRun(feasible_);
+      if (scores.status.code == Code::kError) {
+        out.code = Code::kError;
+        out.message = scores.status.Message();
+        return out;
+      }
+      total = std::move(scores.total);
+    } else {
+      total.assign(feasible_.size(), 1);
+    }
+    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(total) : SelectHostRandom(total, *rng);
+    out.score = total[chosen];
+  }
+  out.host = feasible_[chosen];
+  return out;
+}
+
+absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
+                                               Options options, const std::vector<Pod>& pending) {
+  using Clock = std::chrono::steady_clock;
+  BatchComparison out;
+  const int32_t batch = options.batch > 1 ? options.batch : kDefaultBatch;
+  std::vector<size_t> order = QueueOrder(pending);
+  options.explain = false;
+  options.reference = false;
+  for (int side = 0; side < 2; ++side) {
+    options.batch = side == 0 ? 1 : batch;
+    KPLACE_ASSIGN_OR_RETURN(auto scheduler, Scheduler::Create(cluster, config, options));
+    std::vector<Placement>& placements = side == 0 ? out.per_pod : out.batched;
+    placements.reserve(order.size());
+    auto start = Clock::now();
+    for (size_t i : order) placements.push_back(scheduler->Schedule(pending[i]));
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    (side == 0 ? out.per_pod_seconds : out.batched_seconds) = seconds;
+    (side == 0 ? out.per_pod_next_start : out.batched_next_start) = scheduler->next_start_index();
+  }
+  out.pods = static_cast<int64_t>(order.size());
+  for (size_t j = 0; j < order.size(); ++j) {
+    const Placement& a = out.per_pod[j];
+    const Placement& b = out.batched[j];
+    if (a.node == b.node && a.code == b.code && a.message == b.message) continue;
+    if (out.mismatches++ == 0) {
+      out.first_mismatch = StrCat("pod ", a.pod, " (#", j, " in queue order): per-pod ",
+                                  a.node.empty() ? StrCat("\"", a.message, "\"") : a.node, ", batched ",
+                                  b.node.empty() ? StrCat("\"", b.message, "\"") : b.node);
+    }
+  }
+  if (out.mismatches == 0 && out.per_pod_next_start != out.batched_next_start) {
+    out.first_mismatch = StrCat("final next start index: per-pod ", out.per_pod_next_start, ", batched ",
+                                out.batched_next_start);
+  }
+  return out;
+}
+
+}  // namespace kplace::cycle

@@ -1,0 +1,464 @@
+#include "kplace/cycle/batch.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kplace/cli/cli.h"
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/engine/plugin.h"
+#include "kplace/reference/plugin.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/inter_pod_affinity_builders.h"
+#include "tests/testing/pod_topology_spread_builders.h"
+#include "tests/testing/taint_builders.h"
+
+namespace kplace::cycle {
+namespace {
+
+using testing::MakeHostPort;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::MakeTaint;
+using testing::MakeToleration;
+using testing::Q;
+
+constexpr char kZone[] = "topology.kubernetes.io/zone";
+constexpr char kRegion[] = "topology.kubernetes.io/region";
+constexpr char kHostname[] = "kubernetes.io/hostname";
+
+bool Soak() {
+  const char* v = std::getenv("KPLACE_SOAK");
+  return v != nullptr && std::string(v) == "1";
+}
+
+// The default profile, less plugins not built on both the engine and the reference.
+Profile BuiltDefaultProfile(engine::Backend backend) {
+  Profile p = DefaultProfile();
+  std::vector<std::string> engine_built = engine::RegisteredPlugins(backend);
+  std::vector<std::string> reference_built = reference::RegisteredPlugins();
+  auto missing = [&](const std::string& n) {
+    return !std::count(engine_built.begin(), engine_built.end(), n) ||
+           !std::count(reference_built.begin(), reference_built.end(), n);
+  };
+  for (auto* v : {&p.pre_filter, &p.filter, &p.pre_score}) v->erase(std::remove_if(v->begin(), v->end(), missing), v->end());
+  p.score.erase(std::remove_if(p.score.begin(), p.score.end(), [&](const WeightedPlugin& w) { return missing(w.name); }),
+                p.score.end());
+  return p;
+}
+
+// The default profile and a second one that packs (MostAllocated, its own weights and
+// percentage), so pods of two profiles interleave.
+SchedulerConfig TwoProfiles(engine::Backend backend, int32_t percentage) {
+  SchedulerConfig config;
+  config.percentage_of_nodes_to_score = percentage;
+  Profile a = BuiltDefaultProfile(backend);
+  Profile b = a;
+  b.scheduler_name = "packing-scheduler";
+  b.args.node_resources_fit.strategy = "MostAllocated";
+  for (WeightedPlugin& w : b.score) w.weight = w.weight == 1 ? 3 : 1;
+  b.percentage_of_nodes_to_score = 100;
+  config.profiles = {a, b};
+  return config;
+}
+
+struct Scenario {
+  ObjectSet cluster;
+  std::vector<Pod> pending;  // queue order = input order
+};
+
+// A cluster with zones, tiers, taints, a few unschedulable nodes, images, an extended
+// resource, and bound pods with labels, host ports and anti-affinity.
+ObjectSet RandomCluster(std::mt19937_64& rng, int32_t num_nodes) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  ObjectSet c;
+  const int zones = 1 + pick(5);
+  for (int32_t i = 0; i < num_nodes; ++i) {
+    std::string name = StrCat("node-", i);
+    Labels labels = {{kZone, StrCat("zone-", pick(zones))}, {kRegion, "region-0"}, {kHostname, name}};
+    labels["tier"] = std::string(1, static_cast<char>('a' + pick(3)));
+    if (pick(3) > 0) labels["disk"] = pick(2) ? "ssd" : "hdd";
+    static const char* kCpu[] = {"2", "4", "8"};
+    static const char* kMem[] = {"4Gi", "8Gi", "16Gi"};
+    static const char* kPods[] = {"3", "10", "110"};
+    std::map<std::string, std::string> alloc = {{"cpu", kCpu[pick(3)]}, {"memory", kMem[pick(3)]}, {"pods", kPods[pick(3)]}};
+    if (pick(8) == 0) alloc["example.com/gpu"] = pick(2) ? "1" : "2";
+    Node n = MakeNode(name, alloc, labels);
+    if (pick(10) == 0) n.taints.push_back(MakeTaint("dedicated", "infra", "NoSchedule"));
+    if (pick(10) == 0) n.taints.push_back(MakeTaint("flaky", "", "PreferNoSchedule"));
+    n.unschedulable = pick(33) == 0;
+    if (pick(4) == 0) n.images.push_back(ContainerImage{{"registry.k8s.io/app:v1"}, 300LL << 20});
+    c.nodes.push_back(std::move(n));
+  }
+  const int bound = num_nodes / 4;
+  for (int j = 0; j < bound; ++j) {
+    Pod p = MakePod(StrCat("bound-", j), {{"cpu", "100m"}, {"memory", "256Mi"}}, StrCat("node-", pick(num_nodes)));
+    p.meta.labels["app"] = pick(2) ? "a" : "b";
+    if (pick(6) == 0) p.containers[0].ports.push_back(MakeHostPort(8080));
+    if (pick(12) == 0) {
+      testing::ipa::RequireAnti(p, testing::ipa::Term(testing::MatchLabels({{"app", "c"}}), kHostname));
+    }
+    c.pods.push_back(std::move(p));
+  }
+  return c;
+}
+
+// A required node selector with one matchFields metadata.name term per name.
+NodeSelector NamedNodes(const std::vector<std::string>& names) {
+  NodeSelector s;
+  for (const std::string& name : names) {
+    NodeSelectorTerm t;
+    t.match_fields.push_back(NodeSelectorRequirement{"metadata.name", "In", {name}});
+    s.terms.push_back(t);
+  }
+  return s;
+}
+
+// A pod template drawn from the features every default plugin reads.
+Pod RandomTemplate(std::mt19937_64& rng, int group, int32_t num_nodes) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  static const char* kCpu[] = {"100m", "500m", "1", "3"};
+  static const char* kMem[] = {"100Mi", "1Gi", "3Gi"};
+  std::map<std::string, std::string> requests;
+  if (pick(6) > 0) requests = {{"cpu", kCpu[pick(4)]}, {"memory", kMem[pick(3)]}};
+  if (pick(10) == 0) requests["example.com/gpu"] = "1";
+  Pod p = MakePod("template", requests);
+  const std::string app = pick(3) == 0 ? "a" : StrCat("g", group % 4);
+  p.meta.labels["app"] = app;
+  p.containers[0].image = pick(3) == 0 ? "registry.k8s.io/app:v1" : "registry.k8s.io/pause:3.10";
+  if (pick(5) == 0) p.tolerations.push_back(MakeToleration("dedicated", "Equal", "infra", "NoSchedule"));
+  if (pick(5) == 0) p.tolerations.push_back(MakeToleration("flaky", "Exists", "", "PreferNoSchedule"));
+  if (pick(7) == 0) {
+    p.node_selector["tier"] = "a";
+    p.node_selector_set = true;
+  }
+  if (pick(8) == 0 || pick(6) == 0) {
+    p.affinity.emplace();
+    NodeAffinity& na = p.affinity->node_affinity.emplace();
+    if (pick(2) == 0) {
+      NodeSelectorTerm t;
+      t.match_expressions.push_back(NodeSelectorRequirement{"tier", "In", {"a", "b"}});
+      na.required = NodeSelector{{t}};
+    }
+    if (pick(25) == 0) {  // DaemonSet-style: PreFilter restricts to named nodes
+      std::vector<std::string> names;
+      for (int k = 0; k < 1 + pick(4); ++k) names.push_back(StrCat("node-", pick(num_nodes)));
+      if (pick(4) == 0) names.push_back("absent-node");
+      na.required = NamedNodes(names);
+    }
+    if (pick(2) == 0) {
+      NodeSelectorTerm t;
+      t.match_expressions.push_back(NodeSelectorRequirement{"disk", "In", {"ssd"}});
+      na.preferred.push_back(PreferredSchedulingTerm{1 + pick(50), t});
+      na.preferred_set = true;
+    }
+  }
+  if (pick(8) == 0) p.containers[0].ports.push_back(MakeHostPort(pick(2) ? 8080 : 9090));
+  if (pick(8) == 0) {
+    p.topology_spread_constraints.push_back(testing::HardSpread(1 + pick(2), kZone, testing::MatchLabels({{"app", app}})));
+  }
+  if (pick(8) == 0) {
+    p.topology_spread_constraints.push_back(testing::SoftSpread(1, kHostname, testing::MatchLabels({{"app", app}})));
+  }
+  if (pick(9) == 0) {
+    testing::ipa::RequireAnti(p, testing::ipa::Term(testing::MatchLabels({{"app", app}}), kHostname));
+  }
+  if (pick(9) == 0) {
+    testing::ipa::PreferAffinity(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "a"}}), kZone));
+  }
+  if (pick(12) == 0) {
+    testing::ipa::RequireAffinity(p, testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kZone));
+  }
+  if (pick(12) == 0) {
+    testing::ipa::PreferAnti(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kHostname));
+  }
+  if (pick(40) == 0) p.node_name = StrCat("node-", pick(num_nodes));
+  if (pick(5) == 0) p.scheduler_name = "packing-scheduler";
+  return p;
+}
+
+// Runs of identical pods (lengths 1 to `max_run`) interleaved with one another and with
+// single different pods.
+Scenario RandomScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods, int32_t max_run) {
+  std::mt19937_64 rng(seed);
+  Scenario s;
+  s.cluster = RandomCluster(rng, num_nodes);
+  std::vector<Pod> templates;
+  for (int g = 0; g < 6; ++g) templates.push_back(RandomTemplate(rng, g, num_nodes));
+  int64_t created = 1000;
+  while (static_cast<int32_t>(s.pending.size()) < num_pods) {
+    const bool single = rng() % 4 == 0;
+    const Pod& t = single ? RandomTemplate(rng, 100 + static_cast<int>(s.pending.size()), num_nodes)
+                          : templates[rng() % templates.size()];
+    const int32_t run = single ? 1 : 1 + static_cast<int32_t>(rng() % max_run);
+    for (int32_t r = 0; r < run && static_cast<int32_t>(s.pending.size()) < num_pods; ++r) {
+      Pod p = t;
+      p.meta.name = StrCat("pod-", s.pending.size());
+      p.meta.uid = StrCat("uid-", s.pending.size());
+      p.meta.creation_unix = created++;
+      s.pending.push_back(std::move(p));
+    }
+  }
+  return s;
+}
+
+void ExpectSame(const Scenario& s, const SchedulerConfig& config, const Options& options, const std::string& what) {
+  auto c = CompareBatched(s.cluster, config, options, s.pending);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->same()) << what << ": " << c->mismatches << " of " << c->pods
+                         << " placements differ; first: " << c->first_mismatch;
+  int64_t placed = 0;
+  for (const Placement& p : c->per_pod) placed += p.node.empty() ? 0 : 1;
+  EXPECT_GT(placed, 0) << what;
+}
+
+TEST(BatchTest, SignatureIgnoresNameUidAndCreationOnly) {
+  Pod a = MakePod("a", {{"cpu", "1"}});
+  a.meta.uid = "u1";
+  a.meta.creation_unix = 5;
+  a.meta.creation_timestamp = "2024-01-01T00:00:00Z";
+  Pod b = a;
+  b.meta.name = "b";
+  b.meta.uid = "u2";
+  b.meta.creation_unix = 6;
+  b.meta.creation_timestamp = "2024-01-01T00:00:01Z";
+  EXPECT_EQ(SchedulingSignature(a), SchedulingSignature(b));
+
+  std::vector<Pod> variants(9, a);
+  variants[0].meta.namespace_ = "other";
+  variants[1].meta.labels["app"] = "x";
+  variants[2].containers[0].requests["cpu"] = Q("1001m");
+  variants[3].tolerations.push_back(MakeToleration("k", "Exists", "", ""));
+  variants[4].scheduler_name = "other-scheduler";
+  variants[5].node_selector_set = true;
+  variants[6].containers[0].ports.push_back(MakeHostPort(80));
+  variants[7].priority = 0;
+  variants[8].topology_spread_constraints.push_back(testing::HardSpread(1, kZone, std::nullopt));
+  for (size_t i = 0; i < variants.size(); ++i) {
+    EXPECT_NE(SchedulingSignature(a), SchedulingSignature(variants[i])) << "variant " << i;
+  }
+  // Field boundaries are encoded: moving a character between strings changes the bytes.
+  Pod c = a, d = a;
+  c.meta.labels = {{"ab", "c"}};
+  d.meta.labels = {{"a", "bc"}};
+  EXPECT_NE(SchedulingSignature(c), SchedulingSignature(d));
+}
+
+TEST(BatchTest, NodeLocalPluginsAreDeclared) {
+  const std::vector<std::string> local = {"NodeResourcesFit", "NodeResourcesBalancedAllocation", "TaintToleration",
+                                          "NodeAffinity",     "NodeName",                        "NodeUnschedulable",
+                                          "NodePorts",        "ImageLocality"};
+  const std::vector<std::string> global = {"PodTopologySpread", "InterPodAffinity"};
+  for (engine::Backend b : testing::TestBackends()) {
+    for (const auto& [names, want] : {std::make_pair(local, true), std::make_pair(global, false)}) {
+      for (const std::string& name : names) {
+        std::string error;
+        auto p = engine::MakePlugin(b, name, PluginArgs{}, FeatureGates{}, &error);
+        ASSERT_NE(p, nullptr) << name << ": " << error;
+        EXPECT_EQ(p->NodeLocal(), want) << name << " on " << engine::BackendName(b);
+      }
+    }
+  }
+}
+
+TEST(BatchTest, DefaultOptionsAreBatchedAndBatchOneIsPerPod) {
+  EXPECT_EQ(Options{}.batch, kDefaultBatch);
+  ObjectSet cluster;
+  for (int i = 0; i < 4; ++i) cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "2"}, {"pods", "110"}}));
+  std::vector<Pod> pods;
+  for (int i = 0; i < 12; ++i) pods.push_back(MakePod(StrCat("p", i), {{"cpu", "500m"}}));
+  Options options;
+  options.batch = 1;
+  auto c = CompareBatched(cluster, TwoProfiles(engine::Backend::kOmp, 0), options, pods);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->same()) << c->first_mismatch;
+  // 4 nodes of 2 cpu hold 16 such pods: all 12 placed, 3 per node.
+  std::map<std::string, int> per_node;
+  for (const Placement& p : c->batched) ++per_node[p.node];
+  EXPECT_EQ(per_node.size(), 4u);
+  for (const auto& [node, count] : per_node) EXPECT_EQ(count, 3) << node;
+}
+
+TEST(BatchTest, FillingNodesAndFailingPodsMatchPerPod) {
+  // Each bind makes its node infeasible (one pod per node), so the run's kept verdicts must
+  // follow every bind; once the cluster is full every further pod fails with the same text
+  // and the start index must end where the per-pod path leaves it.
+  for (int32_t nodes : {5, 99, 100, 250}) {
+    Scenario s;
+    for (int i = 0; i < nodes; ++i) {
+      s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", i % 7 == 0 ? "1" : "4"}, {"pods", "1"}}));
+    }
+    for (int i = 0; i < nodes + 20; ++i) {
+      Pod p = MakePod(StrCat("p", i), {{"cpu", "2"}});
+      p.meta.creation_unix = i;
+      s.pending.push_back(p);
+    }
+    for (int32_t batch : {2, 7, 2000}) {
+      Options options;
+      options.batch = batch;
+      ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, StrCat(nodes, " nodes, batch ", batch));
+    }
+    auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
+    ASSERT_TRUE(c.ok());
+    const std::string& last = c->batched.back().message;
+    EXPECT_EQ(last.rfind(StrCat("0/", nodes, " nodes are available: "), 0), 0u) << last;
+    EXPECT_NE(last.find(StrCat(nodes - (nodes + 6) / 7, " Too many pods")), std::string::npos) << last;
+  }
+}
+
+TEST(BatchTest, HostPortsOnePodPerNode) {
+  Scenario s;
+  for (int i = 0; i < 40; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "8"}, {"pods", "110"}}));
+  // A run on the wildcard address, then one on a specific address the nodes first see
+  // when these pods bind: both conflict with the wildcard, so one pod fits per node.
+  for (int i = 0; i < 60; ++i) {
+    Pod p = testing::MakePortPod(StrCat("p", i), {MakeHostPort(8080, "TCP", i < 30 ? "" : "10.0.0.1")});
+    p.meta.creation_unix = i;
+    s.pending.push_back(p);
+  }
+  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "host ports");
+  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
+  ASSERT_TRUE(c.ok());
+  std::set<std::string> nodes;
+  for (const Placement& p : c->batched) {
+    if (!p.node.empty()) EXPECT_TRUE(nodes.insert(p.node).second) << p.node;
+  }
+  EXPECT_EQ(nodes.size(), 40u);
+  EXPECT_EQ(c->batched.back().message, "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports.");
+}
+
+TEST(BatchTest, RestrictedCandidatesAndExplainStayPerPod) {
+  Scenario s;
+  for (int i = 0; i < 30; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "2"}, {"pods", "110"}}));
+  Pod t = MakePod("t", {{"cpu", "1"}});
+  t.affinity.emplace().node_affinity.emplace().required = NamedNodes({"n3", "n17", "n29", "gone"});
+  for (int i = 0; i < 10; ++i) {
+    Pod p = t;
+    p.meta.name = StrCat("p", i);
+    p.meta.creation_unix = i;
+    s.pending.push_back(p);
+  }
+  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "restricted");
+  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->batched.back().message,
+            "0/30 nodes are available: 27 node(s) didn't satisfy plugin(s) [NodeAffinity], 3 Insufficient cpu.");
+
+  Options explain;
+  explain.explain = true;
+  auto sched = Scheduler::Create(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), explain);
+  ASSERT_TRUE(sched.ok());
+  Placement p = (*sched)->Schedule(s.pending[0]);
+  ASSERT_NE(p.explanation, nullptr);
+  EXPECT_FALSE(p.explanation->nodes.empty());
+}
+
+TEST(BatchTest, RandomizedSmallClusters) {
+  const int seeds = Soak() ? 200 : 12;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const int32_t nodes = std::vector<int32_t>{50, 99, 137, 300}[seed % 4];
+    Scenario s = RandomScenario(seed, nodes, 300, seed % 3 == 0 ? 60 : 12);
+    for (int32_t percentage : {0, 100}) {
+      Options options;
+      options.batch = std::vector<int32_t>{2, 16, 2000}[seed % 3];
+      options.tie_break = seed % 5 == 0 ? TieBreak::kRandom : TieBreak::kHeap;
+      options.seed = seed;
+      ExpectSame(s, TwoProfiles(engine::Backend::kOmp, percentage), options,
+                 StrCat("seed ", seed, ", ", nodes, " nodes, percentage ", percentage, ", batch ", options.batch));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(BatchTest, RandomizedLargeClusters) {
+  struct Case {
+    int32_t nodes, pods, max_run;
+  };
+  std::vector<Case> cases = {{1000, 600, 200}, {5000, 400, 2000}};
+  if (Soak()) cases.push_back({5000, 3000, 2000});
+  uint64_t seed = 100;
+  for (const Case& k : cases) {
+    Scenario s = RandomScenario(++seed, k.nodes, k.pods, k.max_run);
+    ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, StrCat(k.nodes, " nodes, seed ", seed));
+  }
+}
+
+TEST(BatchTest, PlainPodsAtFiveThousandNodes) {
+  // SchedulingBasic's shape: one long run of identical pods, batches of 1 to 2,000.
+  Scenario s;
+  for (int i = 0; i < 5000; ++i) {
+    s.cluster.nodes.push_back(MakeNode(StrCat("node-", i), {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}},
+                                       {{kZone, StrCat("zone-", i % 3)}, {kHostname, StrCat("node-", i)}}));
+  }
+  for (int i = 0; i < 2000; ++i) {
+    Pod p = MakePod(StrCat("p", i), {{"cpu", "100m"}, {"memory", "500Mi"}});
+    p.meta.creation_unix = i;
+    s.pending.push_back(p);
+  }
+  for (int32_t batch : {1, 3, 2000}) {
+    Options options;
+    options.batch = batch;
+    ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, StrCat("batch ", batch));
+  }
+}
+
+TEST(BatchTest, ScheduleCommandVerifiesAndTakesBatch) {
+  namespace fs = std::filesystem;
+  using json = nlohmann::json;
+  const fs::path dir = fs::temp_directory_path() / StrCat("kplace-batch-", ::getpid());
+  fs::create_directories(dir);
+  json nodes = json::array(), pods = json::array();
+  for (int i = 0; i < 20; ++i) {
+    nodes.push_back({{"kind", "Node"},
+                     {"metadata", {{"name", StrCat("n", i)}, {"labels", {{kZone, StrCat("z", i % 2)}}}}},
+                     {"status", {{"allocatable", {{"cpu", "2"}, {"memory", "8Gi"}, {"pods", "110"}}}}}});
+  }
+  for (int i = 0; i < 100; ++i) {
+    pods.push_back({{"kind", "Pod"},
+                    {"metadata", {{"name", StrCat("p", i)}, {"namespace", "default"}}},
+                    {"spec", {{"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", "500m"}}}}}}})}}}});
+  }
+  const std::string cluster = (dir / "cluster.json").string(), pending = (dir / "pods.json").string();
+  std::ofstream(cluster) << json{{"kind", "List"}, {"items", nodes}}.dump();
+  std::ofstream(pending) << json{{"kind", "List"}, {"items", pods}}.dump();
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"kplace", "schedule", "--cluster", cluster, "--pods", pending, "--output-file",
+                               (dir / "out.json").string()});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    return cli::Main(static_cast<int>(argv.size()), argv.data());
+  };
+  EXPECT_EQ(run({"--verify"}), 0);
+  json out = json::parse(std::ifstream(dir / "out.json"));
+  EXPECT_EQ(out["summary"]["scheduled"], 80);  // 20 nodes of 2 cpu hold 80 pods of 500m
+  EXPECT_EQ(run({"--verify", "--batch", "1"}), 0);
+  EXPECT_EQ(run({"--batch", "7"}), 0);
+  EXPECT_EQ(json::parse(std::ifstream(dir / "out.json")), out);
+  EXPECT_EQ(run({"--batch", "0"}), 2);
+  EXPECT_EQ(run({"--verify", "--reference"}), 2);
+  fs::remove_all(dir);
+}
+
+TEST(BatchTest, CudaMatchesPerPodWhenPresent) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  for (int seed = 1; seed <= 4; ++seed) {
+    Scenario s = RandomScenario(seed, seed % 2 ? 300 : 2000, 300, 50);
+    Options options;
+    options.backend = engine::Backend::kCuda;
+    ExpectSame(s, TwoProfiles(engine::Backend::kCuda, 0), options, StrCat("cuda seed ", seed));
+  }
+}
+
+}  // namespace
+}  // namespace kplace::cycle
