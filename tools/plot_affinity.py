@@ -146,7 +146,7 @@ def main():
         color = KIND_COLORS.get(kind, "black")
         style = "--" if side == "reference" else "-"
         marker = "s" if side == "reference" else "o"
-        label = f"{kind} ({side})"
+        label = f"{'no terms (baseline)' if kind == 'none' else kind} ({side})"
         by_e = sorted((p for p in pts if p["nodes"] == args.nodes), key=lambda p: p["existing"])
         if by_e:
             # 0 existing pods sits at x = 10 on the log axis (labelled 0).

@@ -291,6 +291,11 @@ int RunBench(int argc, char** argv) {
     std::printf("\n%-44s %10s %10s %8s %10s %10s\n", "workload", "engine avg", "ref avg", "ratio", "eng p50 us",
                 "ref p50 us");
     for (const auto& r : results) {
+      if (!options.run_reference) {
+        std::printf("%-44s %10.1f %10s %8s %10.1f %10s\n", (r.workload + "/" + r.variant).c_str(),
+                    r.engine.throughput.average, "-", "-", r.engine.p50_us, "-");
+        continue;
+      }
       std::printf("%-44s %10.1f %10.1f %7.1fx %10.1f %10.1f%s\n", (r.workload + "/" + r.variant).c_str(),
                   r.engine.throughput.average, r.reference.throughput.average, r.speedup, r.engine.p50_us,
                   r.reference.p50_us, r.mismatches ? "  MISMATCH" : (r.reference.capped ? "  (ref capped)" : ""));
