@@ -53,7 +53,9 @@ void PerPod(benchmark::State& state, const char* plugin, SweepKind kind, int sid
 }
 
 void BM_InterPodAffinityPerPodOmp(benchmark::State& state, SweepKind kind) { PerPod(state, "InterPodAffinity", kind, 0); }
+#ifdef KPLACE_HAVE_CUDA
 void BM_InterPodAffinityPerPodCuda(benchmark::State& state, SweepKind kind) { PerPod(state, "InterPodAffinity", kind, 1); }
+#endif
 void BM_InterPodAffinityPerPodReference(benchmark::State& state, SweepKind kind) {
   PerPod(state, "InterPodAffinity", kind, 2);
 }

@@ -51,7 +51,9 @@ void PerPod(benchmark::State& state, SweepKind kind, int side) {
 }
 
 void BM_PodTopologySpreadPerPodOmp(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 0); }
+#ifdef KPLACE_HAVE_CUDA
 void BM_PodTopologySpreadPerPodCuda(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 1); }
+#endif
 void BM_PodTopologySpreadPerPodReference(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 2); }
 
 #define KPLACE_PTS_BENCH(fn) \
