@@ -86,6 +86,35 @@ void Fill(vector<T>* v, int64_t n, T value) {
   WithPolicy(n, [&](auto p) { thrust::fill(p, data, data + n, value); }, kOmpLightSerialBelow);
 }
 
+/** Backend scratch of at least `n` elements, grown only, as a raw pointer: buffers reused
+ *  pod after pod, since growing a thrust vector initializes the new elements (on omp, in a
+ *  parallel region). */
+template <typename T>
+T* Scratch(vector<T>* v, int64_t n) {
+  if (static_cast<int64_t>(v->size()) < n) v->resize(n);
+  return thrust::raw_pointer_cast(v->data());
+}
+
+/** Copies `host` into the front of backend scratch `*v` (grown as Scratch). */
+template <typename T>
+T* UploadScratch(const std::vector<T>& host, vector<T>* v) {
+  T* p = Scratch(v, static_cast<int64_t>(host.size()));
+  if (host.empty()) return p;
+#if defined(KPLACE_BACKEND_OMP)
+  std::copy(host.begin(), host.end(), p);
+#else
+  thrust::copy(host.begin(), host.end(), v->begin());
+#endif
+  return p;
+}
+
+/** Sets p[0, n) of backend memory to `value`. */
+template <typename T>
+void FillN(T* p, int64_t n, T value) {
+  if (n <= 0) return;
+  WithPolicy(n, [&](auto pol) { thrust::fill(pol, p, p + n, value); }, kOmpLightSerialBelow);
+}
+
 /** Copies the first `n` elements of backend vector `v` to host memory at `out`. */
 template <typename T>
 void Download(const vector<T>& v, int64_t n, T* out) {

@@ -228,15 +228,19 @@ class BackendFramework final : public engine::Framework {
     for (ScoreCache& c : run_scores_) c.valid.clear();
   }
 
-  const FilterResult& FilterRun(const PreFilterResult& pre) override {
+  void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
     const int32_t n = snapshot_->num_nodes();
-    std::vector<bool> local_skip(filter_.size(), true);  // node-local plugins this pod runs
+    std::vector<bool>& local_skip = run_skip_local_;  // node-local plugins this pod does not run
+    std::vector<bool>& other_skip = run_skip_other_;  // the other plugins it does not run
+    local_skip.assign(filter_.size(), true);
+    other_skip.assign(filter_.size(), true);
     bool any_other = false;
     for (size_t f = 0; f < filter_.size(); ++f) {
       if (pre.skip_filter[f]) continue;
       if (filter_[f]->NodeLocal()) {
         local_skip[f] = false;
       } else {
+        other_skip[f] = false;
         any_other = true;
       }
     }
@@ -246,22 +250,34 @@ class BackendFramework final : public engine::Framework {
       run_filter_valid_ = true;
       run_dirty_.clear();
     } else if (!run_dirty_.empty()) {
-      RefreshDirty(local_skip);
+      // Nodes bound since: the node-local plugins again, on those nodes only.
+      std::sort(run_dirty_.begin(), run_dirty_.end());
+      run_dirty_.erase(std::unique(run_dirty_.begin(), run_dirty_.end()), run_dirty_.end());
+      FirstFailureOn(local_skip, run_dirty_);
+      for (size_t j = 0; j < run_dirty_.size(); ++j) {
+        run_local_.failed_plugin[run_dirty_[j]] = listed_failed_[j];
+        run_local_.code[run_dirty_[j]] = listed_code_[j];
+      }
+      run_dirty_.clear();
     }
-    if (!any_other) return run_local_;
-    // Plugins that are not node-local run on every node; per node the earlier plugin in
-    // Filter order wins, as in Filter.
-    std::vector<bool> other_skip(filter_.size(), true);
-    for (size_t f = 0; f < filter_.size(); ++f) other_skip[f] = pre.skip_filter[f] || filter_[f]->NodeLocal();
-    FirstFailure(other_skip, n, &run_merged_);
-    for (int32_t i = 0; i < n; ++i) {
-      int16_t l = run_local_.failed_plugin[i];
-      if (l != 0 && (run_merged_.failed_plugin[i] == 0 || l < run_merged_.failed_plugin[i])) {
-        run_merged_.failed_plugin[i] = l;
-        run_merged_.code[i] = run_local_.code[i];
+    const size_t c = nodes.size();
+    out->failed_plugin.resize(c);
+    out->code.resize(c);
+    for (size_t j = 0; j < c; ++j) {
+      out->failed_plugin[j] = run_local_.failed_plugin[nodes[j]];
+      out->code[j] = run_local_.code[nodes[j]];
+    }
+    if (!any_other || c == 0) return;
+    // The other plugins on the listed nodes; per node the earlier plugin in Filter order
+    // wins, as in Filter.
+    FirstFailureOn(other_skip, nodes);
+    for (size_t j = 0; j < c; ++j) {
+      const int16_t other = listed_failed_[j];
+      if (other != 0 && (out->failed_plugin[j] == 0 || other < out->failed_plugin[j])) {
+        out->failed_plugin[j] = other;
+        out->code[j] = listed_code_[j];
       }
     }
-    return run_merged_;
   }
 
   ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) override {
@@ -269,26 +285,25 @@ class BackendFramework final : public engine::Framework {
     const int32_t count = static_cast<int32_t>(feasible.size());
     out.skipped.assign(score_.size(), false);
     if (!RunPreScore(feasible, &out)) return out;
-    Upload(feasible, &nodes_);
-    scores_.resize(count);
-    Fill(&total_, count, int64_t{0});
+    const NodeIndex* window = UploadScratch(feasible, &run_window_);
+    int64_t* scores = Scratch(&run_window_scores_, count);
+    int64_t* total = Scratch(&run_total_, count);
+    FillN(total, count, int64_t{0});
     if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
     for (size_t k = 0; k < score_.size(); ++k) {
       if (out.skipped[k]) continue;
       if (score_[k]->NodeLocal()) {
-        CachedRawScores(k, feasible);
+        CachedRawScores(k, feasible, window, scores);
       } else {
-        score_[k]->Score(Ptr(nodes_), count, Ptr(scores_));
+        score_[k]->Score(window, count, scores);
       }
-      score_[k]->NormalizeScore(count, Ptr(scores_));
-      int64_t* total = Ptr(total_);
-      const int64_t* scores = Ptr(scores_);
+      score_[k]->NormalizeScore(count, scores);
       WithPolicy(
           count, [&](auto p) { thrust::transform(p, total, total + count, scores, total, AddWeightedFn{profile_.score[k].weight}); },
           kOmpLightSerialBelow);
     }
     out.total.resize(count);
-    Download(total_, count, out.total.data());
+    Download(run_total_, count, out.total.data());
     return out;
   }
 
@@ -319,16 +334,18 @@ class BackendFramework final : public engine::Framework {
     return true;
   }
 
-  /** First failure per node over the Filter plugins not marked in `skip`, into host `out`. */
+  /** First failure per node over the Filter plugins not marked in `skip`, on every node,
+   *  into host `out`. */
   void FirstFailure(const std::vector<bool>& skip, int32_t n, FilterResult* out) {
-    Fill(&failed_, n, int16_t{0});
-    Fill(&code_, n, VerdictCode{0});
-    codes_.resize(n);
-    auto first = thrust::make_zip_iterator(thrust::make_tuple(Ptr(failed_), Ptr(code_)));
-    const VerdictCode* codes = Ptr(codes_);
+    int16_t* failed = Scratch(&failed_, n);
+    VerdictCode* code = Scratch(&code_, n);
+    VerdictCode* codes = Scratch(&codes_, n);
+    FillN(failed, n, int16_t{0});
+    FillN(code, n, VerdictCode{0});
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(failed, code));
     for (size_t f = 0; f < filter_.size(); ++f) {
       if (skip[f]) continue;
-      filter_[f]->Filter(n, Ptr(codes_));
+      filter_[f]->Filter(n, codes);
       WithPolicy(
           n, [&](auto p) { thrust::transform(p, first, first + n, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
           kOmpLightSerialBelow);
@@ -339,50 +356,48 @@ class BackendFramework final : public engine::Framework {
     Download(code_, n, out->code.data());
   }
 
-  /** Re-evaluates the node-local Filter plugins on the nodes bound since the last call. */
-  void RefreshDirty(const std::vector<bool>& local_skip) {
-    std::sort(run_dirty_.begin(), run_dirty_.end());
-    run_dirty_.erase(std::unique(run_dirty_.begin(), run_dirty_.end()), run_dirty_.end());
-    const int32_t d = static_cast<int32_t>(run_dirty_.size());
-    Upload(run_dirty_, &dirty_nodes_);
-    Fill(&dirty_failed_, d, int16_t{0});
-    Fill(&dirty_code_, d, VerdictCode{0});
-    dirty_codes_.resize(d);
-    auto first = thrust::make_zip_iterator(thrust::make_tuple(Ptr(dirty_failed_), Ptr(dirty_code_)));
-    const NodeIndex* nodes = Ptr(dirty_nodes_);
-    VerdictCode* codes = Ptr(dirty_codes_);
+  /** The same on the listed nodes only, into listed_failed_ / listed_code_ (host). Plugins
+   *  without FilterNodes filter every node once per pod and are gathered. */
+  void FirstFailureOn(const std::vector<bool>& skip, const std::vector<NodeIndex>& nodes) {
+    const int32_t n = snapshot_->num_nodes();
+    const int32_t c = static_cast<int32_t>(nodes.size());
+    const NodeIndex* listed = UploadScratch(nodes, &listed_nodes_);
+    int16_t* failed = Scratch(&listed_failed_dev_, c);
+    VerdictCode* code = Scratch(&listed_code_dev_, c);
+    VerdictCode* codes = Scratch(&listed_codes_dev_, c);
+    FillN(failed, c, int16_t{0});
+    FillN(code, c, VerdictCode{0});
+    auto first = thrust::make_zip_iterator(thrust::make_tuple(failed, code));
+    if (pod_full_.size() != filter_.size()) pod_full_.resize(filter_.size());
     for (size_t f = 0; f < filter_.size(); ++f) {
-      if (local_skip[f]) continue;
-      if (!filter_[f]->FilterNodes(nodes, d, codes)) {
-        const int32_t n = snapshot_->num_nodes();
-        codes_.resize(n);
-        filter_[f]->Filter(n, Ptr(codes_));
-        const VerdictCode* all = Ptr(codes_);
-        WithPolicy(d, [&](auto p) { thrust::gather(p, nodes, nodes + d, all, codes); }, kOmpLightSerialBelow);
+      if (skip[f]) continue;
+      if (!filter_[f]->FilterNodes(listed, c, codes)) {
+        PodFilter& full = pod_full_[f];
+        if (full.pod != pod_count_) {
+          filter_[f]->Filter(n, Scratch(&full.codes, n));
+          full.pod = pod_count_;
+        }
+        const VerdictCode* all = Ptr(full.codes);
+        WithPolicy(c, [&](auto p) { thrust::gather(p, listed, listed + c, all, codes); }, kOmpLightSerialBelow);
       }
       WithPolicy(
-          d, [&](auto p) { thrust::transform(p, first, first + d, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
+          c, [&](auto p) { thrust::transform(p, first, first + c, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
           kOmpLightSerialBelow);
     }
-    std::vector<int16_t> failed(d);
-    std::vector<VerdictCode> code(d);
-    Download(dirty_failed_, d, failed.data());
-    Download(dirty_code_, d, code.data());
-    for (int32_t j = 0; j < d; ++j) {
-      run_local_.failed_plugin[run_dirty_[j]] = failed[j];
-      run_local_.code[run_dirty_[j]] = code[j];
-    }
-    run_dirty_.clear();
+    listed_failed_.resize(c);
+    listed_code_.resize(c);
+    Download(listed_failed_dev_, c, listed_failed_.data());
+    Download(listed_code_dev_, c, listed_code_.data());
   }
 
-  /** Fills scores_ with score plugin k's raw scores of `feasible` (already in nodes_) from
-   *  the run's cache, scoring the nodes it does not hold yet. */
-  void CachedRawScores(size_t k, const std::vector<NodeIndex>& feasible) {
+  /** Writes score plugin k's raw scores of `feasible` (also at `window` in backend memory)
+   *  to `scores` from the run's cache, scoring the nodes it does not hold yet. */
+  void CachedRawScores(size_t k, const std::vector<NodeIndex>& feasible, const NodeIndex* window, int64_t* scores) {
     const int32_t n = snapshot_->num_nodes();
     ScoreCache& c = run_scores_[k];
     if (c.valid.empty()) {
       c.valid.assign(n, 0);
-      c.raw.resize(n);
+      Scratch(&c.raw, n);
     }
     missing_.clear();
     for (NodeIndex i : feasible) {
@@ -394,21 +409,18 @@ class BackendFramework final : public engine::Framework {
     int64_t* raw = Ptr(c.raw);
     if (!missing_.empty()) {
       const int32_t m = static_cast<int32_t>(missing_.size());
-      Upload(missing_, &missing_nodes_);
-      missing_scores_.resize(m);
-      score_[k]->Score(Ptr(missing_nodes_), m, Ptr(missing_scores_));
-      const int64_t* scored = Ptr(missing_scores_);
-      const NodeIndex* at = Ptr(missing_nodes_);
+      const NodeIndex* at = UploadScratch(missing_, &missing_nodes_);
+      int64_t* scored = Scratch(&missing_scores_, m);
+      score_[k]->Score(at, m, scored);
       WithPolicy(m, [&](auto p) { thrust::scatter(p, scored, scored + m, at, raw); }, kOmpLightSerialBelow);
     }
     const int32_t count = static_cast<int32_t>(feasible.size());
-    const NodeIndex* window = Ptr(nodes_);
-    int64_t* out = Ptr(scores_);
-    WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, raw, out); }, kOmpLightSerialBelow);
+    WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, raw, scores); }, kOmpLightSerialBelow);
   }
 
   void StartPod(const Pod& pod) {
     pod_ = &pod;
+    ++pod_count_;
     for (auto& [name, plugin] : by_name_) plugin->StartPod(pod, *snapshot_);
   }
 
@@ -432,16 +444,26 @@ class BackendFramework final : public engine::Framework {
 
   // The current batched run (BeginRun): node-local Filter plugins' first failure per node
   // on the host, the nodes bound since it was last brought up to date, and per score plugin
-  // the raw scores kept so far.
+  // the raw scores kept so far. Backend buffers here only grow.
   bool run_filter_valid_ = false;
-  std::vector<bool> run_local_skip_;
-  FilterResult run_local_, run_merged_;
+  std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
+  FilterResult run_local_;
   std::vector<NodeIndex> run_dirty_, missing_;
   std::vector<ScoreCache> run_scores_;
-  vector<NodeIndex> dirty_nodes_, missing_nodes_;
-  vector<int16_t> dirty_failed_;
-  vector<VerdictCode> dirty_code_, dirty_codes_;
-  vector<int64_t> missing_scores_;
+  vector<NodeIndex> run_window_, listed_nodes_, missing_nodes_;
+  vector<int64_t> run_window_scores_, run_total_, missing_scores_;
+  vector<int16_t> listed_failed_dev_;
+  vector<VerdictCode> listed_code_dev_, listed_codes_dev_;
+  std::vector<int16_t> listed_failed_;
+  std::vector<VerdictCode> listed_code_;
+  // Plugins that are not node-local and filter only every node at once: their codes for the
+  // current pod (pod == pod_count_), computed on the first chunk that needs them.
+  struct PodFilter {
+    uint64_t pod = 0;
+    vector<VerdictCode> codes;
+  };
+  std::vector<PodFilter> pod_full_;
+  uint64_t pod_count_ = 0;  // pods seen by PreFilter/PreFilterEach
 };
 
 }  // namespace

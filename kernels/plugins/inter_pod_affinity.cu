@@ -322,13 +322,10 @@ class InterPodAffinity final : public engine::Plugin {
     return PluginStatus::Success();
   }
 
-  void Filter(int32_t n, VerdictCode* codes) override {
-    IpaFilterParams p = filter_;
-    p.num_nodes = n_;
-    p.domains = Ptr(domains_);
-    p.present = Ptr(present_);
-    p.keys = Ptr(filter_keys_);
-    ForEachNode(n, codes, IpaFilterFn{p});
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, IpaFilterFn{FilterParams()}); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, IpaFilterFn{FilterParams()});
+    return true;
   }
 
   PluginStatus Verdict(VerdictCode code) const override {
@@ -423,6 +420,15 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
  private:
+  IpaFilterParams FilterParams() {
+    IpaFilterParams p = filter_;
+    p.num_nodes = n_;
+    p.domains = Ptr(domains_);
+    p.present = Ptr(present_);
+    p.keys = Ptr(filter_keys_);
+    return p;
+  }
+
   InterPodAffinity(const InterPodAffinityArgs& args, const FeatureGates& gates)
       : args_(args), match_label_keys_(gates.Enabled("MatchLabelKeysInPodAffinity")) {}
 

@@ -251,6 +251,10 @@ class PodTopologySpread final : public engine::Plugin {
   }
 
   void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, SpreadFilterFn{filter_}); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, SpreadFilterFn{filter_});
+    return true;
+  }
 
   PluginStatus Verdict(VerdictCode code) const override {
     if (code == plugins::kSpreadMissingLabel) {

@@ -13,6 +13,7 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
+#include "kplace/cycle/batch.h"
 #include "kplace/engine/plugin.h"
 #include "kplace/reference/plugin.h"
 
@@ -244,6 +245,8 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   // times keep increasing across groups so queue order is op order.
   cycle::Options engine_options;
   engine_options.backend = options.backend;
+  engine_options.batch = options.batch;
+  result.batch = options.batch;
   int64_t creation = 0;
   {
     auto start = Clock::now();
@@ -273,6 +276,14 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   result.engine.backend = engine::BackendName(options.backend);
   KPLACE_ASSIGN_OR_RETURN(Measured engine_run, Measure(cluster, config, engine_options, measured, 0,
                                                        options.window_seconds, options.backend, options, &result.engine));
+  if (options.verify) {
+    KPLACE_ASSIGN_OR_RETURN(cycle::BatchComparison c, cycle::CompareBatched(cluster, config, engine_options, measured));
+    result.verified = true;
+    result.verify_same = c.same();
+    result.verify_first_mismatch = c.first_mismatch;
+    if (c.per_pod_seconds > 0) result.verify_per_pod_pods_per_second = c.pods / c.per_pod_seconds;
+    if (c.batched_seconds > 0) result.verify_batched_pods_per_second = c.pods / c.batched_seconds;
+  }
   if (options.run_reference) {
     cycle::Options ref_options;
     ref_options.reference = true;

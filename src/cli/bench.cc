@@ -2,6 +2,7 @@
 // affinity cost sweep.
 #include <sys/utsname.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -205,6 +206,8 @@ int RunBench(int argc, char** argv) {
   std::string& csv = flags.String("csv", "", "with --sweep: write the points as CSV to this file");
   std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
+  int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
+  bool& verify = flags.Bool("verify", "engine: also schedule the measured pods per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
   if (list) {
@@ -243,15 +246,22 @@ int RunBench(int argc, char** argv) {
   } else {
     names.push_back(workload);
   }
+  if (batch < 1 || batch > INT32_MAX) {
+    std::fprintf(stderr, "kplace bench: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
+    return 2;
+  }
   bench::BenchOptions options;
   options.backend = be;
   options.run_reference = !no_reference;
+  options.batch = static_cast<int32_t>(batch);
+  options.verify = verify;
   options.reference_budget_seconds = budget_s;
   options.window_seconds = window_s;
   options.progress = [](const std::string& side, int64_t done, int64_t total) {
     std::fprintf(stderr, "  %s: %lld/%lld pods\n", side.c_str(), static_cast<long long>(done), static_cast<long long>(total));
   };
-  std::printf("kplace bench: backend %s; machine: %s\n", engine::BackendName(be), MachineLine().c_str());
+  std::printf("kplace bench: backend %s, batch %d; machine: %s\n", engine::BackendName(be), options.batch,
+              MachineLine().c_str());
   std::vector<bench::BenchResult> results;
   int rc = 0;
   for (const std::string& name : names) {
@@ -283,6 +293,13 @@ int RunBench(int argc, char** argv) {
       return 1;
     }
     PrintResult(*r, options);
+    if (r->verified) {
+      std::printf("verify (engine, batch %d): per-pod %.1f pods/s, batched %.1f pods/s: %s\n", r->batch,
+                  r->verify_per_pod_pods_per_second, r->verify_batched_pods_per_second,
+                  r->verify_same ? "every placement, message and the final start index identical"
+                                 : ("DIFFER: " + r->verify_first_mismatch).c_str());
+      if (!r->verify_same) rc = 1;
+    }
     std::fflush(stdout);
     if (r->mismatches) rc = 1;
     results.push_back(std::move(*r));

@@ -226,30 +226,37 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& sig
   const int32_t k = has_score ? NumFeasibleNodesToFind(percentage, m) : std::min(1, m);
 
   // The scan: the first K feasible nodes from the start index, stopping at the (K+1)-th.
+  // Verdicts come in chunks of the visit order, so plugins that are not node-local run on
+  // the visited nodes only (the first chunk is exactly enough when every node fits).
   // Rejections are counted per distinct (plugin, code); the first that stands for an error
   // ends the cycle there, as in the per-pod scan.
   feasible_.clear();
   verdicts_.clear();
   int32_t recorded = 0;
   int32_t processed = m;
-  if (m > 0) {
-    const engine::FilterResult& fr = fw_->FilterRun(pre);
-    const int16_t* failed = fr.failed_plugin.data();
-    const engine::VerdictCode* codes = fr.code.data();
-    int32_t pos = static_cast<int32_t>(static_cast<int64_t>(*next_start) % m);
-    for (int32_t v = 0; v < m; ++v, pos = pos + 1 == m ? 0 : pos + 1) {
-      const engine::NodeIndex i = cand[pos];
-      const int16_t f = failed[i];
+  int32_t pos = m > 0 ? static_cast<int32_t>(static_cast<int64_t>(*next_start) % m) : 0;
+  int32_t chunk = std::min(m, k + 1);
+  bool stopped = false;
+  for (int32_t v = 0; v < m && !stopped;) {
+    const int32_t c = std::min(chunk, m - v);
+    chunk_.clear();
+    for (int32_t j = 0; j < c; ++j, pos = pos + 1 == m ? 0 : pos + 1) chunk_.push_back(cand[pos]);
+    fw_->FilterRun(pre, chunk_, &verdict_chunk_);
+    const int16_t* failed = verdict_chunk_.failed_plugin.data();
+    const engine::VerdictCode* codes = verdict_chunk_.code.data();
+    for (int32_t j = 0; j < c; ++j) {
+      const int16_t f = failed[j];
       if (f == 0) {
         if (static_cast<int32_t>(feasible_.size()) == k) {  // the (K+1)-th: evaluated, dropped
-          processed = v;
+          processed = v + j;
+          stopped = true;
           break;
         }
-        feasible_.push_back(i);
+        feasible_.push_back(chunk_[j]);
         continue;
       }
       ++recorded;
-      const engine::VerdictCode code = codes[i];
+      const engine::VerdictCode code = codes[j];
       Verdict* seen = nullptr;
       for (Verdict& vd : verdicts_) {
         if (vd.plugin == f && vd.code == code) {
@@ -268,6 +275,8 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& sig
       }
       ++seen->count;
     }
+    v += c;
+    chunk = std::max(2 * chunk, 256);
   }
   *next_start = static_cast<int32_t>((static_cast<int64_t>(*next_start) + processed) % n);
   out.feasible = static_cast<int32_t>(feasible_.size());

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kplace/cli/cli.h"
+#include "kplace/cli/commands.h"
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "kplace/engine/plugin.h"
@@ -338,6 +339,33 @@ TEST(BatchTest, HostPortsOnePodPerNode) {
   EXPECT_EQ(c->batched.back().message, "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports.");
 }
 
+TEST(BatchTest, PluginsWithoutFilterNodesMatchPerPod) {
+  // VolumeRestrictions is not node-local and filters every node at once: the batched cycle
+  // filters with it once per pod and reads the visited nodes. A read-write GCE disk fits
+  // one pod per node.
+  Scenario s;
+  for (int i = 0; i < 30; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "8"}, {"pods", "110"}}));
+  for (int i = 0; i < 40; ++i) {
+    Pod p = MakePod(StrCat("p", i), {{"cpu", "100m"}});
+    Volume v;
+    v.name = "data";
+    v.source = "gcePersistentDisk";
+    v.disk_id = "pd-1";
+    v.source_json = R"({"pdName":"pd-1"})";
+    p.volumes.push_back(v);
+    p.meta.creation_unix = i;
+    s.pending.push_back(p);
+  }
+  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "gce disk");
+  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
+  ASSERT_TRUE(c.ok());
+  std::set<std::string> nodes;
+  for (const Placement& p : c->batched) {
+    if (!p.node.empty()) EXPECT_TRUE(nodes.insert(p.node).second) << p.node;
+  }
+  EXPECT_EQ(nodes.size(), 30u) << c->batched.back().message;
+}
+
 TEST(BatchTest, RestrictedCandidatesAndExplainStayPerPod) {
   Scenario s;
   for (int i = 0; i < 30; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "2"}, {"pods", "110"}}));
@@ -448,6 +476,16 @@ TEST(BatchTest, ScheduleCommandVerifiesAndTakesBatch) {
   EXPECT_EQ(run({"--batch", "0"}), 2);
   EXPECT_EQ(run({"--verify", "--reference"}), 2);
   fs::remove_all(dir);
+}
+
+TEST(BatchTest, BenchCommandVerifies) {
+  for (const char* workload : {"SchedulingBasic", "SchedulingPodAntiAffinity"}) {
+    const std::string w = StrCat("--workload=", workload);
+    const char* argv[] = {"bench", w.c_str(), "--nodes=120", "--pods=150", "--init-pods=30", "--no-reference", "--verify"};
+    EXPECT_EQ(cli::RunBench(7, const_cast<char**>(argv)), 0) << workload;
+  }
+  const char* bad[] = {"bench", "--batch=0"};
+  EXPECT_EQ(cli::RunBench(2, const_cast<char**>(bad)), 2);
 }
 
 TEST(BatchTest, CudaMatchesPerPodWhenPresent) {

@@ -52,11 +52,21 @@ struct BenchResult {
   int64_t compared = 0;  // placements compared (the reference's prefix when capped)
   int64_t mismatches = 0;
   std::string first_mismatch;
+  int32_t batch = 1;  // the engine's cycle::Options::batch
+  /** BenchOptions::verify: the measured pods per pod and batched on the engine (not timed
+   *  as the measured phase), compared on node, message and the final start index. */
+  bool verified = false, verify_same = false;
+  std::string verify_first_mismatch;
+  double verify_per_pod_pods_per_second = 0, verify_batched_pods_per_second = 0;
 };
 
 struct BenchOptions {
   engine::Backend backend = engine::Backend::kOmp;
   bool run_reference = true;
+  /** The engine's batched cycles (cycle::Options::batch): 1 schedules pod by pod. */
+  int32_t batch = cycle::kDefaultBatch;
+  /** Also schedule the measured pods per pod and batched and compare (cycle::CompareBatched). */
+  bool verify = false;
   /** Stop the reference's measured phase after this many seconds (0: no cap); the engine's
    *  placements are then compared on the prefix the reference reached. */
   double reference_budget_seconds = 0;

@@ -76,7 +76,8 @@ class BatchCycle {
   // The PreFilter restriction of the run's last pod and its candidates in scan order.
   bool restricted_valid_ = false;
   std::vector<engine::NodeIndex> allowed_, restricted_;
-  std::vector<engine::NodeIndex> feasible_;
+  std::vector<engine::NodeIndex> feasible_, chunk_;
+  engine::FilterResult verdict_chunk_;
   std::vector<Verdict> verdicts_;  // distinct (plugin, code) of the current scan
 };
 

@@ -88,13 +88,14 @@ class Framework {
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
   // signature; within it, node-local plugins (Plugin::NodeLocal) keep their verdicts and
   // raw scores per node, and only nodes bound since (through Bind) are evaluated again.
-  // Every other plugin runs in full for every pod, as in Filter and Score.
+  // Every other plugin runs for every pod, on the nodes the cycle visits.
 
   /** Starts a run: the next FilterRun and ScoreRun evaluate every node they need afresh. */
   virtual void BeginRun() = 0;
-  /** Filter(pre) for the current pod of the run. The result is owned by the framework and
-   *  valid until the next call of FilterRun, Bind or BeginRun. */
-  virtual const FilterResult& FilterRun(const PreFilterResult& pre) = 0;
+  /** What Filter(pre) gives for the current pod of the run, on the listed nodes only:
+   *  out->failed_plugin[j] and out->code[j] are node nodes[j]'s. The cycle asks for the
+   *  nodes it visits, in chunks; plugins that are not node-local are evaluated on those. */
+  virtual void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) = 0;
   /** Score(feasible) for the current pod of the run, with `total` and `status` only (raw,
    *  normalized and pre_score_status are left empty). */
   virtual ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) = 0;
