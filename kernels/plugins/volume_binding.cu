@@ -4,7 +4,9 @@
 // PreFilter classifies the pod's claims and compiles the node-independent part of
 // FindPodVolumes (which PVs each claim may take, in which order, which capacity objects
 // fit) into flat arrays; Filter runs the per-node rest and leaves the node's score for
-// Score to gather (volumes.md §2).
+// Score to gather (volumes.md §2). When the pod is bound, the same per-node function on
+// the chosen node alone says what Reserve assumes, and the run's assume caches (held by
+// the Snapshot) take it for the next pod's PreFilter to read (§2.6).
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "kernels/backend.cuh"
 #include "kplace/plugins/inter_pod_affinity_common.h"
 #include "kplace/plugins/volume_binding.h"
+#include "kplace/plugins/volume_binding_assume.h"
 #include "kplace/plugins/volume_common.h"
 
 namespace kplace::KPLACE_BACKEND_NS {
@@ -56,6 +59,12 @@ bool HasModes(const PersistentVolume& pv, const PersistentVolumeClaim& pvc) {
 
 std::string ClaimKey(const PersistentVolumeClaim& pvc) { return pvc.meta.namespace_ + "/" + pvc.meta.name; }
 
+// Which pod a PreFilter compiled: the bind that follows is that pod's when all match (a
+// pod of another profile differs at least in schedulerName).
+std::string PodIdentity(const Pod& pod) {
+  return pod.meta.namespace_ + "/" + pod.meta.name + "\n" + pod.meta.uid + "\n" + pod.scheduler_name;
+}
+
 Quantity Request(const PersistentVolumeClaim& pvc) { return pvc.request.value_or(Quantity()); }
 
 class VolumeBinding final : public engine::Plugin {
@@ -72,7 +81,7 @@ class VolumeBinding final : public engine::Plugin {
   unsigned ExtensionPoints() const override { return kPreFilterPoint | kFilterPoint | kPreScorePoint | kScorePoint; }
 
   void Prepare(const Snapshot& s) override {
-    const StorageObjects& st = cache_.Get(s.objects());
+    const StorageObjects& st = s.volume_assume_cache().Get(s.objects());
     n_ = s.num_nodes();
     tables_.clear();
     by_class_.clear();
@@ -96,6 +105,9 @@ class VolumeBinding final : public engine::Plugin {
     PluginStatus status = Compile(pod, s);
     has_state_ = status.IsSuccess() || status.IsSkip();
     if (!has_state_) no_state_error_ = Message("not found");
+    // Only claims waiting for their first consumer have anything to assume.
+    reserve_pending_ = status.IsSuccess() && !claims_.host.empty();
+    compiled_pod_ = PodIdentity(pod);
     if (status.IsSuccess()) {
       // Pods without claims upload nothing: the kernel reads only what the sizes say.
       for (auto* c : {&match_order_, &selected_}) c->Upload();
@@ -109,23 +121,7 @@ class VolumeBinding final : public engine::Plugin {
   }
 
   void Filter(int32_t n, VerdictCode* codes) override {
-    plugins::VbParams p = params_;
-    p.has_state = has_state_;
-    p.no_state_error = no_state_error_;
-    p.scoring = scoring_;
-    p.num_bound = static_cast<int32_t>(bound_.host.size());
-    p.bound = bound_.ptr();
-    p.claims = claims_.ptr();
-    p.num_delay = static_cast<int32_t>(claims_.host.size());
-    p.match_order = match_order_.ptr();
-    p.num_match = static_cast<int32_t>(match_order_.host.size());
-    p.selected = selected_.ptr();
-    p.num_selected = static_cast<int32_t>(selected_.host.size());
-    p.pvs = pvs_.ptr();
-    p.cands = cands_.ptr();
-    p.caps = caps_.ptr();
-    p.score = Ptr(node_score_);
-    ForEachNode(n, codes, VbFilterFn{plugins::VbNodeView{migrated_.ptr()}, p});
+    ForEachNode(n, codes, VbFilterFn{plugins::VbNodeView{migrated_.ptr()}, Params()});
     filter_ran_ = true;
   }
 
@@ -152,6 +148,35 @@ class VolumeBinding final : public engine::Plugin {
     ForListedNodes(nodes, count, scores, GatherScoreFn{filter_ran_ ? Ptr(node_score_) : nullptr});
   }
 
+  // Reserve for the pod compiled last (a bind of any other pod changes nothing here):
+  // FindPodVolumes on the chosen node alone gives each claim's PV or provisioning, and
+  // AssumePodVolumes writes them, static bindings in matching order, then provisions
+  // (selected claims, then unmatched ones), as upstream's lists run.
+  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
+    if (!reserve_pending_ || PodIdentity(pod) != compiled_pod_) return;
+    reserve_pending_ = false;
+    const int32_t num_delay = static_cast<int32_t>(claims_.host.size());
+    plugins::VbParams p = Params();
+    p.picks = Scratch(&picks_, num_delay);
+    const NodeIndex* one = UploadScratch(std::vector<NodeIndex>{node}, &reserve_node_);
+    ForListedNodes(one, 1, Scratch(&reserve_code_, 1), VbFilterFn{plugins::VbNodeView{migrated_.ptr()}, p});
+    VerdictCode code = 0;
+    Download(reserve_code_, 1, &code);
+    if (code != 0) return;  // not a node the pod passed: upstream remembered nothing for it
+    std::vector<int32_t> picks(num_delay);
+    Download(picks_, num_delay, picks.data());
+    std::vector<std::pair<int32_t, int32_t>> bindings;
+    std::vector<int32_t> provisions;
+    for (int32_t m : match_order_.host) {
+      if (picks[m] >= 0) bindings.emplace_back(delay_pvc_[m], pv_global_[picks[m]]);
+    }
+    for (int32_t m : selected_.host) provisions.push_back(delay_pvc_[m]);
+    for (int32_t m : match_order_.host) {
+      if (picks[m] < 0) provisions.push_back(delay_pvc_[m]);
+    }
+    s.volume_assume_cache().Assume(pod, s.node(node).meta.name, bindings, provisions);
+  }
+
  private:
   VolumeBinding(const VolumeBindingArgs& args, const FeatureGates& gates)
       : scoring_(gates.Enabled("StorageCapacityScoring")) {
@@ -162,6 +187,28 @@ class VolumeBinding final : public engine::Plugin {
       params_.shape_score[j] = static_cast<int64_t>(args.shape[j].score) * (kMaxNodeScore / 10);
     }
     if (params_.num_points == 0) scoring_ = false;
+  }
+
+  // The parameter block of the compiled pod.
+  plugins::VbParams Params() {
+    plugins::VbParams p = params_;
+    p.has_state = has_state_;
+    p.no_state_error = no_state_error_;
+    p.scoring = scoring_;
+    p.num_bound = static_cast<int32_t>(bound_.host.size());
+    p.bound = bound_.ptr();
+    p.claims = claims_.ptr();
+    p.num_delay = static_cast<int32_t>(claims_.host.size());
+    p.match_order = match_order_.ptr();
+    p.num_match = static_cast<int32_t>(match_order_.host.size());
+    p.selected = selected_.ptr();
+    p.num_selected = static_cast<int32_t>(selected_.host.size());
+    p.pvs = pvs_.ptr();
+    p.cands = cands_.ptr();
+    p.caps = caps_.ptr();
+    p.score = Ptr(node_score_);
+    p.picks = nullptr;
+    return p;
   }
 
   void Reset() {
@@ -179,6 +226,8 @@ class VolumeBinding final : public engine::Plugin {
     cands_.host.clear();
     caps_.host.clear();
     pv_local_.clear();
+    pv_global_.clear();
+    delay_pvc_.clear();
     class_ids_.clear();
   }
 
@@ -216,8 +265,9 @@ class VolumeBinding final : public engine::Plugin {
       bool ephemeral = v.source == "ephemeral";
       if (v.source != "persistentVolumeClaim" && !ephemeral) continue;
       std::string name = ephemeral ? volume::EphemeralClaimName(pod, v) : v.claim_name;
-      const StorageObjects& st = cache_.Get(s.objects());
-      if (!cache_.error().empty()) return PluginStatus::Error(cache_.error());
+      volume::VolumeAssumeCache& storage = s.volume_assume_cache();
+      const StorageObjects& st = storage.Get(s.objects());
+      if (!storage.error().empty()) return PluginStatus::Error(storage.error());
       const PersistentVolumeClaim* pvc = st.FindPvc(pod.meta.namespace_, name);
       if (!pvc) {
         return PluginStatus::Make(uau, ephemeral ? "waiting for ephemeral volume controller to create the persistentvolumeclaim \"" + name + "\""
@@ -237,7 +287,7 @@ class VolumeBinding final : public engine::Plugin {
       claims.push_back(pvc);
     }
     if (claims.empty()) return PluginStatus::Skip();
-    const StorageObjects& st = cache_.Get(s.objects());
+    const StorageObjects& st = s.volume_assume_cache().Get(s.objects());
 
     std::vector<const PersistentVolumeClaim*> bound, delay;
     bool immediate = false;
@@ -313,6 +363,7 @@ class VolumeBinding final : public engine::Plugin {
       Candidates(pvc, st, s, &c, &capacities);
       Provisioning(pvc, st, s, &c);
       claims_.host.push_back(c);
+      delay_pvc_.push_back(static_cast<int32_t>(delay[m] - st.pvcs.data()));
     }
     std::stable_sort(to_match.begin(), to_match.end(),
                      [&](int32_t a, int32_t b) { return Request(*delay[a]) < Request(*delay[b]); });
@@ -381,6 +432,7 @@ class VolumeBinding final : public engine::Plugin {
     int32_t local = static_cast<int32_t>(pvs_.host.size());
     pvs_.host.push_back(out);
     pv_local_.emplace(index, local);
+    pv_global_.push_back(index);
     return local;
   }
 
@@ -424,7 +476,6 @@ class VolumeBinding final : public engine::Plugin {
   }
 
   bool scoring_;
-  volume::StorageCache cache_;
   int32_t n_ = 0;
   std::unordered_map<std::string, std::vector<int32_t>> by_class_;  // class(PV) -> PV indices, cache order
   std::unordered_map<std::string, std::unique_ptr<vector<uint8_t>>> tables_;
@@ -442,8 +493,16 @@ class VolumeBinding final : public engine::Plugin {
   Column<VbPv> pvs_;
   Column<VbCandidate> cands_;
   Column<VbCapacity> caps_;
-  std::map<int32_t, int32_t> pv_local_;
+  std::map<int32_t, int32_t> pv_local_;  // PV index -> index into pvs_
+  std::vector<int32_t> pv_global_;       // index into pvs_ -> PV index
+  std::vector<int32_t> delay_pvc_;       // per claims_ entry: its PVC index
   std::map<int32_t, std::string> selector_errors_;
+  // Reserve: the pod compiled last and whether its bind has claims to assume.
+  std::string compiled_pod_;
+  bool reserve_pending_ = false;
+  vector<int32_t> picks_;
+  vector<NodeIndex> reserve_node_;
+  vector<VerdictCode> reserve_code_;
   std::unordered_map<std::string, int32_t> class_ids_;
 };
 

@@ -204,6 +204,12 @@ class ReferenceEvaluator final : public Evaluator {
     return out;
   }
 
+  /** Reserve on `host` when `pod` is the pod this evaluator just ran a cycle for. */
+  void Reserve(const Pod& pod, NodeIndex host) {
+    if (pod_ != &pod) return;
+    for (const std::string& name : profile_.AllPlugins()) plugins_[name]->Reserve(cycle_, pod, state_->nodes[host], *state_);
+  }
+
  private:
   Profile profile_;
   reference::ClusterState* state_;
@@ -249,6 +255,10 @@ class CycleScheduler final : public Scheduler {
   }
 
   int32_t next_start_index() const override { return next_start_; }
+
+  std::vector<plugins::volume::AssumedVolume> AssumedVolumes() const override {
+    return (options_.reference ? *state_.volume_assume : snapshot_->volume_assume_cache()).assumed();
+  }
 
   std::vector<std::string> NodeOrder() const override {
     std::vector<std::string> out;
@@ -416,6 +426,7 @@ class CycleScheduler final : public Scheduler {
 
   void Bind(const Pod& pod, NodeIndex host) {
     if (options_.reference) {
+      for (auto& e : evaluators_) static_cast<ReferenceEvaluator*>(e.get())->Reserve(pod, host);
       bound_.push_back(pod);
       bound_.back().node_name = cluster_.nodes[host].meta.name;
       state_.nodes[host].pods.push_back(&bound_.back());

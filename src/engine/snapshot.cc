@@ -1,5 +1,7 @@
 #include "kplace/engine/snapshot.h"
 
+#include "kplace/plugins/volume_binding_assume.h"
+
 namespace kplace::engine {
 
 int32_t Interner::Intern(std::string_view s) {
@@ -17,7 +19,7 @@ int32_t Interner::Find(std::string_view s) const {
 }
 
 Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates)
-    : objects_(&objects), gates_(std::move(gates)) {
+    : objects_(&objects), gates_(std::move(gates)), volume_assume_(std::make_shared<plugins::volume::VolumeAssumeCache>()) {
   nodes_.reserve(objects.nodes.size());
   for (const Node& n : objects.nodes) {
     NodeIndex i = static_cast<NodeIndex>(nodes_.size());

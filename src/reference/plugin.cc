@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "kplace/common/strings.h"
+#include "kplace/plugins/volume_binding_assume.h"
 
 namespace kplace::reference {
 namespace {
@@ -37,6 +38,7 @@ ClusterState MakeClusterState(const ObjectSet& objects, const FeatureGates& gate
   ClusterState state;
   state.objects = &objects;
   state.gates = gates;
+  state.volume_assume = std::make_shared<plugins::volume::VolumeAssumeCache>();
   state.nodes.reserve(objects.nodes.size());
   std::unordered_map<std::string, size_t> index;
   for (const Node& n : objects.nodes) {

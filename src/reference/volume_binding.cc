@@ -1,10 +1,12 @@
-// Reference VolumeBinding, straight from volumes.md §2 (FindPodVolumes per node).
+// Reference VolumeBinding, straight from volumes.md §2 (FindPodVolumes per node), and
+// Reserve assuming what Filter found for the chosen node (§2.6).
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
 
 #include "kplace/plugins/inter_pod_affinity_common.h"
+#include "kplace/plugins/volume_binding_assume.h"
 #include "kplace/plugins/volume_common.h"
 #include "kplace/reference/plugin.h"
 
@@ -54,6 +56,11 @@ class VolumeBinding final : public Plugin {
   const char* Name() const override { return kName; }
   unsigned ExtensionPoints() const override { return kPreFilterPoint | kFilterPoint | kPreScorePoint | kScorePoint; }
 
+  // The claims and PVs are read through the run's assume caches, where Reserve writes.
+  volume::VolumeAssumeCache& Storage(const ClusterState& cluster) {
+    return cluster.volume_assume ? *cluster.volume_assume : own_storage_;
+  }
+
   PluginStatus PreFilter(CycleState& state, const Pod& pod, const ClusterState& cluster, NodeNameSet*) override {
     const Code uau = Code::kUnschedulableAndUnresolvable;
     std::vector<const PersistentVolumeClaim*> claims;
@@ -61,8 +68,9 @@ class VolumeBinding final : public Plugin {
       bool ephemeral = v.source == "ephemeral";
       if (v.source != "persistentVolumeClaim" && !ephemeral) continue;
       std::string name = ephemeral ? volume::EphemeralClaimName(pod, v) : v.claim_name;
-      const StorageObjects& st = cache_.Get(*cluster.objects);
-      if (!cache_.error().empty()) return PluginStatus::Error(cache_.error());
+      volume::VolumeAssumeCache& storage = Storage(cluster);
+      const StorageObjects& st = storage.Get(*cluster.objects);
+      if (!storage.error().empty()) return PluginStatus::Error(storage.error());
       const PersistentVolumeClaim* pvc = st.FindPvc(pod.meta.namespace_, name);
       if (!pvc) {
         if (ephemeral) {
@@ -89,7 +97,7 @@ class VolumeBinding final : public Plugin {
       state.Put(kName, s);
       return PluginStatus::Skip();
     }
-    const StorageObjects& st = cache_.Get(*cluster.objects);
+    const StorageObjects& st = Storage(cluster).Get(*cluster.objects);
     bool immediate = false;
     for (const PersistentVolumeClaim* pvc : claims) {
       if (volume::IsFullyBound(*pvc)) {
@@ -120,7 +128,7 @@ class VolumeBinding final : public Plugin {
   PluginStatus Filter(CycleState& state, const Pod&, const NodeInfo& node, const ClusterState& cluster) override {
     BindingState* s = state.Get<BindingState>(kName);
     if (!s) return PluginStatus::Error("not found");
-    const StorageObjects& st = cache_.Get(*cluster.objects);
+    const StorageObjects& st = Storage(cluster).Get(*cluster.objects);
     const Node& n = *node.node;
     bool bound_ok = true, unbound_ok = true, space_ok = true, pvs_found = true;
     PodVolumes found;
@@ -218,6 +226,26 @@ class VolumeBinding final : public Plugin {
     if (!out.reasons.empty()) return out;
     s->by_node[n.meta.name] = std::move(found);
     return PluginStatus::Success();
+  }
+
+  // AssumePodVolumes with what Filter remembered for the node; nothing when the pod has
+  // no claims to bind (no state, or the node has nothing remembered).
+  void Reserve(CycleState& state, const Pod& pod, const NodeInfo& node, const ClusterState& cluster) override {
+    BindingState* s = state.Get<BindingState>(kName);
+    if (!s) return;
+    auto it = s->by_node.find(node.node->meta.name);
+    if (it == s->by_node.end()) return;
+    volume::VolumeAssumeCache& storage = Storage(cluster);
+    const StorageObjects& st = storage.Get(*cluster.objects);
+    std::vector<std::pair<int32_t, int32_t>> bindings;
+    std::vector<int32_t> provisions;
+    for (const StaticBinding& b : it->second.static_bindings) {
+      bindings.emplace_back(static_cast<int32_t>(b.pvc - st.pvcs.data()), static_cast<int32_t>(b.pv - st.pvs.data()));
+    }
+    for (const DynamicProvision& d : it->second.dynamic_provisions) {
+      provisions.push_back(static_cast<int32_t>(d.pvc - st.pvcs.data()));
+    }
+    storage.Assume(pod, node.node->meta.name, bindings, provisions);
   }
 
   PluginStatus PreScore(CycleState& state, const Pod&, const std::vector<const NodeInfo*>&, const ClusterState&) override {
@@ -342,7 +370,7 @@ class VolumeBinding final : public Plugin {
 
   VolumeBindingArgs args_;
   FeatureGates gates_;
-  volume::StorageCache cache_;
+  volume::VolumeAssumeCache own_storage_;  // for a ClusterState made without caches
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
 #include "kplace/model/decode.h"
+#include "kplace/plugins/volume_binding_assume.h"
 #include "kplace/reference/plugin.h"
 
 namespace kplace::testing::vol {
@@ -173,26 +174,33 @@ class EngineRunner {
 
   void Bind(const Pod& pod, int32_t node) { fw_->Bind(snapshot_.Bind(pod, node), node); }
 
+  /** What VolumeBinding's Reserve assumed so far. */
+  const std::vector<plugins::volume::AssumedVolume>& assumed() const { return snapshot_.volume_assume_cache().assumed(); }
+
  private:
   std::string plugin_;
   engine::Snapshot snapshot_;
   std::unique_ptr<engine::Framework> fw_;
 };
 
-/** The reference plugin over its own copy of the objects; binds append pods. */
+/** The reference plugin over its own copy of the objects; binds reserve the pod run last
+ *  on its node and append it. The assume caches last across runs, as in one scheduler. */
 class ReferenceRunner {
  public:
   ReferenceRunner(const std::string& plugin, const ObjectSet& cluster, const PluginArgs& args = {},
                   const FeatureGates& gates = {})
-      : objects_(cluster), gates_(gates) {
+      : objects_(cluster), gates_(gates), assume_(std::make_shared<plugins::volume::VolumeAssumeCache>()) {
     auto p = reference::MakePlugin(plugin, args, gates);
     if (!p.ok()) throw std::runtime_error(std::string(p.status().message()));
     plugin_ = std::move(*p);
   }
 
   Outcome Run(const Pod& pod) {
-    reference::ClusterState state = reference::MakeClusterState(objects_, gates_);
-    reference::CycleState cycle;
+    state_ = reference::MakeClusterState(objects_, gates_);
+    state_.volume_assume = assume_;
+    cycle_ = reference::CycleState();
+    const reference::ClusterState& state = state_;
+    reference::CycleState& cycle = cycle_;
     Outcome out;
     reference::NodeNameSet nodes;
     const unsigned points = plugin_->ExtensionPoints();
@@ -209,14 +217,22 @@ class ReferenceRunner {
   }
 
   void Bind(const Pod& pod, int32_t node) {
+    if (!state_.nodes.empty()) plugin_->Reserve(cycle_, pod, state_.nodes[node], state_);
+    state_ = reference::ClusterState();  // its node infos point into objects_.pods
     objects_.pods.push_back(pod);
     objects_.pods.back().node_name = objects_.nodes[node].meta.name;
   }
 
+  /** What Reserve assumed so far. */
+  const std::vector<plugins::volume::AssumedVolume>& assumed() const { return assume_->assumed(); }
+
  private:
   ObjectSet objects_;
   FeatureGates gates_;
+  std::shared_ptr<plugins::volume::VolumeAssumeCache> assume_;
   std::unique_ptr<reference::Plugin> plugin_;
+  reference::ClusterState state_;  // of the last Run
+  reference::CycleState cycle_;
 };
 
 /** Engine and reference side by side, kept in step across binds. */

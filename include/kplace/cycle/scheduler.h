@@ -13,6 +13,7 @@
 #include "kplace/engine/plugin.h"
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
+#include "kplace/plugins/volume_binding_assume.h"
 
 namespace kplace::cycle {
 
@@ -80,6 +81,9 @@ class Scheduler {
   virtual int32_t next_start_index() const = 0;
   /** Node names in scan (zone round-robin) order. */
   virtual std::vector<std::string> NodeOrder() const = 0;
+  /** What VolumeBinding's Reserve assumed so far, in bind order: each claim of a placed
+   *  pod matched to a PV or to be provisioned on its node (what PreBind would write). */
+  virtual std::vector<plugins::volume::AssumedVolume> AssumedVolumes() const = 0;
 };
 
 /** PrioritySort order of `pods`: indices sorted by priority desc, creation asc, input order. */

@@ -3,6 +3,7 @@
 // dense id, and a value-id column per node label key. Host-safe (no Abseil, no CUDA).
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -10,6 +11,10 @@
 
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
+
+namespace kplace::plugins::volume {
+class VolumeAssumeCache;
+}  // namespace kplace::plugins::volume
 
 namespace kplace::engine {
 
@@ -57,6 +62,11 @@ class Snapshot {
   /** Records `pod` as bound to node `i` (a copy is kept) and returns it. */
   const Pod& Bind(const Pod& pod, NodeIndex i);
 
+  /** VolumeBinding's assume caches for the run over this snapshot
+   *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
+   *  assumes them, written by VolumeBinding when it binds a pod, shared by every profile. */
+  plugins::volume::VolumeAssumeCache& volume_assume_cache() const { return *volume_assume_; }
+
  private:
   const ObjectSet* objects_;
   FeatureGates gates_;
@@ -67,6 +77,7 @@ class Snapshot {
   std::unordered_map<int32_t, std::vector<int32_t>> label_columns_;  // key id -> column
   std::vector<int32_t> node_name_ids_;
   std::deque<Pod> bound_;  // pods bound by this engine
+  std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume_;
 };
 
 }  // namespace kplace::engine

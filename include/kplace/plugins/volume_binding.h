@@ -4,7 +4,8 @@
 // allowedTopologies, CSIStorageCapacity nodeTopology; each built once per object and
 // kept), and FindPodVolumes per node as a function both backends run: bound claims,
 // static matching (smallest fitting PV, exclusions, pre-bound PVs), provisioning with
-// capacity, then the StorageCapacityScoring score of the node. Host-safe.
+// capacity, then the StorageCapacityScoring score of the node. Run on the chosen node
+// alone, the same function says what Reserve assumes there. Host-safe.
 #include <cstdint>
 
 #include "kplace/common/host_device.h"
@@ -89,6 +90,9 @@ struct VbParams {
   int32_t shape_utilization[kVbMaxShapePoints];
   int64_t shape_score[kVbMaxShapePoints];  // scaled by 10
   int64_t* score;  // per node output: the node's score when it passes
+  // Output for Reserve, null in Filter: per WaitForFirstConsumer claim, when the node
+  // passes, the PV (index into pvs) it is matched to, or -1 when it is provisioned.
+  int32_t* picks;
 };
 
 KPLACE_HOST_DEVICE inline int64_t VbShape(const VbParams& p, int64_t u) {
@@ -217,6 +221,11 @@ KPLACE_HOST_DEVICE inline uint32_t VolumeBindingFilterNode(const VbNodeView& v, 
   }
   uint32_t code = (bound_ok ? 0u : kVbNodeConflict) | (unbound_ok ? 0u : kVbUnbound) | (space_ok ? 0u : kVbNoSpace) |
                   (pvs_found ? 0u : kVbPvMissing);
+  if (code == 0 && p.picks) {
+    // A passing node decided every claim: matched, or (selected or unmatched) provisioned.
+    for (int32_t s = 0; s < num_static; ++s) p.picks[static_claim[s]] = static_pv[s];
+    for (int32_t d = 0; d < num_dynamic; ++d) p.picks[dynamic_claim[d]] = -1;
+  }
   if (code != 0 || !p.scoring) return code;
   // Static bindings take precedence; dynamic provisions count only with a capacity object.
   int32_t n = 0, ids[kVbMaxDelayClaims];

@@ -110,6 +110,8 @@ class StorageCache {
   const StorageObjects& Get(const ObjectSet& objects);
   /** The decode error of the last Get, "" when it decoded. */
   const std::string& error() const { return error_; }
+  /** The objects of the last Get, for a cache that writes into them (VolumeAssumeCache). */
+  StorageObjects* mutable_objects() { return &decoded_; }
 
  private:
   const ObjectSet* for_ = nullptr;

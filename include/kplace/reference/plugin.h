@@ -15,6 +15,10 @@
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
 
+namespace kplace::plugins::volume {
+class VolumeAssumeCache;
+}  // namespace kplace::plugins::volume
+
 namespace kplace::reference {
 
 /** A node and the pods bound to it, as upstream's NodeInfo. */
@@ -28,6 +32,10 @@ struct ClusterState {
   std::vector<NodeInfo> nodes;         // snapshot order
   const ObjectSet* objects = nullptr;  // namespaces, workloads, storage objects
   FeatureGates gates;
+  /** VolumeBinding's assume caches (kplace/plugins/volume_binding_assume.h): the storage
+   *  objects as the scheduler assumes them, written by Reserve. MakeClusterState makes
+   *  one; copies share it. */
+  std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume;
 };
 
 /** Per-cycle plugin state, keyed by plugin name. */
@@ -80,6 +88,10 @@ class Plugin {
   virtual PluginStatus NormalizeScore(CycleState&, const Pod&, std::vector<int64_t>&) {
     return PluginStatus::Success();
   }
+  /** Reserve: the pod of this cycle goes to `node` (which passed Filter). Plugins that
+   *  remember decisions across pods (VolumeBinding's assume caches) record them here.
+   *  Cannot fail: upstream's only Reserve plugin fails on API conversion errors alone. */
+  virtual void Reserve(CycleState&, const Pod&, const NodeInfo& /*node*/, const ClusterState&) {}
 };
 
 using PluginFactory = std::function<absl::StatusOr<std::unique_ptr<Plugin>>(
