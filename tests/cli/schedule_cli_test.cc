@@ -178,5 +178,71 @@ TEST_F(ScheduleCliTest, OutputPodsSetsNodeName) {
   EXPECT_EQ(out["items"][0]["metadata"]["name"], "web-0");
 }
 
+TEST_F(ScheduleCliTest, ExplainNamesTheVolumeReasonPerNode) {
+  // Class "local" has one PV, on node a. db-0's claim takes it; db-1's claim then finds no
+  // PV anywhere; logs-0's claim is bound to a PV whose node affinity admits only b.
+  auto affinity = [](const std::string& node) {
+    return json{{"required", {{"nodeSelectorTerms", json::array({{{"matchExpressions", json::array({{{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", {node}}}})}}})}}}};
+  };
+  auto pv = [&](const std::string& name, const std::string& node) {
+    return json{{"kind", "PersistentVolume"},
+                {"metadata", {{"name", name}}},
+                {"spec", {{"storageClassName", "local"}, {"accessModes", {"ReadWriteOnce"}}, {"capacity", {{"storage", "10Gi"}}}, {"nodeAffinity", affinity(node)}}},
+                {"status", {{"phase", "Available"}}}};
+  };
+  auto pvc = [](const std::string& name, const std::string& volume) {
+    json c = {{"kind", "PersistentVolumeClaim"},
+              {"metadata", {{"name", name}, {"namespace", "default"}}},
+              {"spec", {{"storageClassName", "local"}, {"accessModes", {"ReadWriteOnce"}}, {"resources", {{"requests", {{"storage", "5Gi"}}}}}}}};
+    if (!volume.empty()) {
+      c["spec"]["volumeName"] = volume;
+      c["metadata"]["annotations"] = {{"pv.kubernetes.io/bind-completed", "yes"}};
+    }
+    return c;
+  };
+  json bound = pv("pv-b", "b");
+  bound["spec"]["claimRef"] = {{"namespace", "default"}, {"name", "logs-0"}};
+  bound["status"]["phase"] = "Bound";
+  json items = json::array({Node("a"), Node("b"), Node("c"), pv("pv-a", "a"), bound, pvc("data-0", ""), pvc("data-1", ""),
+                            pvc("logs-0", "pv-b")});
+  items.push_back({{"kind", "StorageClass"}, {"metadata", {{"name", "local"}}}, {"provisioner", "kubernetes.io/no-provisioner"},
+                   {"volumeBindingMode", "WaitForFirstConsumer"}});
+  auto claim_pod = [](const std::string& name, const std::string& claim) {
+    return Pod(name, "100m", {{"volumes", json::array({{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", claim}}}}})}});
+  };
+  json pods = json::array({claim_pod("db-0", "data-0"), claim_pod("db-1", "data-1"), claim_pod("logs-0", "logs-0")});
+  const std::string no_pv = "node(s) didn't find available persistent volumes to bind";
+  const std::string conflict = "node(s) didn't match PersistentVolume's node affinity";
+  for (bool reference : {false, true}) {
+    json out;
+    std::vector<std::string> args = {"explain", "--cluster", Write("c.json", List(items)), "--pods", Write("p.json", List(pods))};
+    if (reference) args.push_back("--reference");
+    ASSERT_EQ(Run(args, &out), 0);
+    // Per placement: node -> "passed" or the VolumeBinding reasons.
+    std::vector<std::map<std::string, json>> verdicts;
+    for (const json& p : out["placements"]) {
+      std::map<std::string, json> v;
+      for (const json& n : p["nodes"]) {
+        if (n["filter"] == "passed") {
+          v[n["node"]] = "passed";
+          continue;
+        }
+        EXPECT_EQ(n["filter"]["plugin"], "VolumeBinding") << n;
+        EXPECT_EQ(n["filter"]["code"], "UnschedulableAndUnresolvable") << n;
+        v[n["node"]] = n["filter"]["reasons"];
+      }
+      verdicts.push_back(v);
+    }
+    ASSERT_EQ(verdicts.size(), 3u);
+    EXPECT_EQ(out["placements"][0]["node"], "a");
+    EXPECT_EQ(verdicts[0], (std::map<std::string, json>{{"a", "passed"}, {"b", {no_pv}}, {"c", {no_pv}}}));
+    EXPECT_TRUE(out["placements"][1]["node"].is_null());
+    EXPECT_EQ(out["placements"][1]["message"], "0/3 nodes are available: 3 " + no_pv + ".");
+    EXPECT_EQ(verdicts[1], (std::map<std::string, json>{{"a", {no_pv}}, {"b", {no_pv}}, {"c", {no_pv}}}));
+    EXPECT_EQ(out["placements"][2]["node"], "b");
+    EXPECT_EQ(verdicts[2], (std::map<std::string, json>{{"a", {conflict}}, {"b", "passed"}, {"c", {conflict}}}));
+  }
+}
+
 }  // namespace
 }  // namespace kplace
