@@ -1,5 +1,6 @@
 // The per-pod framework, compiled once per backend.
 #include <algorithm>
+#include <optional>
 
 #include <thrust/gather.h>
 #include <thrust/scatter.h>
@@ -61,6 +62,42 @@ class BackendFramework final : public engine::Framework {
 
   PreFilterResult PreFilter(const Pod& pod) override {
     StartPod(pod);
+    return RunPreFilter(pod, /*in_run=*/false);
+  }
+
+  PreFilterResult PreFilterRun(const Pod& pod) override {
+    pod_ = &pod;
+    ++pod_count_;
+    for (auto& [name, plugin] : by_name_) {
+      if (!plugin->NodeLocal()) plugin->StartPod(pod, *snapshot_);
+    }
+    return RunPreFilter(pod, /*in_run=*/true);
+  }
+
+ private:
+  /** What a PreFilter plugin gave; kept for node-local ones across a run. */
+  struct PreFilterMemo {
+    bool valid = false;
+    PluginStatus status;
+    std::vector<NodeIndex> nodes;
+    bool restricts = false;
+  };
+
+  /** PreFilter plugin i on `pod`, or in a run on the run's first pod, once, when node-local. */
+  PluginStatus CallPreFilter(size_t i, const Pod& pod, bool in_run, std::vector<NodeIndex>* nodes, bool* restricts) {
+    engine::Plugin* p = pre_filter_[i];
+    if (!in_run || !p->NodeLocal()) return p->PreFilter(pod, *snapshot_, nodes, restricts);
+    PreFilterMemo& m = run_pre_filter_[i];
+    if (!m.valid) {
+      m.status = p->PreFilter(*run_first_, *snapshot_, &m.nodes, &m.restricts);
+      m.valid = true;
+    }
+    *nodes = m.nodes;
+    *restricts = m.restricts;
+    return m.status;
+  }
+
+  PreFilterResult RunPreFilter(const Pod& pod, bool in_run) {
     PreFilterResult out;
     out.skip_filter.assign(filter_.size(), false);
     std::vector<std::string> skipped;
@@ -68,7 +105,7 @@ class BackendFramework final : public engine::Framework {
       engine::Plugin* p = pre_filter_[i];
       std::vector<NodeIndex> nodes;
       bool restricts = false;
-      PluginStatus s = p->PreFilter(pod, *snapshot_, &nodes, &restricts);
+      PluginStatus s = CallPreFilter(i, pod, in_run, &nodes, &restricts);
       if (s.IsSkip()) {
         skipped.push_back(p->Name());
         continue;
@@ -124,6 +161,7 @@ class BackendFramework final : public engine::Framework {
     return out;
   }
 
+ public:
   std::vector<PluginPreFilter> PreFilterEach(const Pod& pod) override {
     StartPod(pod);
     std::vector<PluginPreFilter> out;
@@ -220,12 +258,20 @@ class BackendFramework final : public engine::Framework {
     for (ScoreCache& c : run_scores_) {
       if (static_cast<size_t>(node) < c.valid.size()) c.valid[node] = 0;
     }
+    if (static_cast<size_t>(node) < static_valid_.size()) static_valid_[node] = 0;
   }
 
-  void BeginRun() override {
+  void BeginRun(const Pod& first) override {
+    run_first_ = &first;
+    for (auto& [name, plugin] : by_name_) {
+      if (plugin->NodeLocal()) plugin->StartPod(first, *snapshot_);
+    }
+    run_pre_filter_.assign(pre_filter_.size(), PreFilterMemo{});
+    run_pre_score_.assign(pre_score_.size(), std::nullopt);
     run_filter_valid_ = false;
     run_dirty_.clear();
     for (ScoreCache& c : run_scores_) c.valid.clear();
+    static_valid_.clear();
   }
 
   void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
@@ -280,18 +326,29 @@ class BackendFramework final : public engine::Framework {
     }
   }
 
-  ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) override {
-    ScoreResult out;
+  void ScoreRun(const std::vector<NodeIndex>& feasible, ScoreResult* result) override {
+    ScoreResult& out = *result;
+    out.status = PluginStatus::Success();
     const int32_t count = static_cast<int32_t>(feasible.size());
     out.skipped.assign(score_.size(), false);
-    if (!RunPreScore(feasible, &out)) return out;
+    if (!RunPreScore(feasible, &out, /*in_run=*/true)) return;
     const NodeIndex* window = UploadScratch(feasible, &run_window_);
     int64_t* scores = Scratch(&run_window_scores_, count);
     int64_t* total = Scratch(&run_total_, count);
-    FillN(total, count, int64_t{0});
+    // Node-local plugins without NormalizeScore add weight * raw whatever the window is:
+    // their weighted sum is kept per node for the run and gathered as the starting total.
+    uint64_t plain = 0;
+    for (size_t k = 0; k < score_.size(); ++k) {
+      if (!out.skipped[k] && PlainScore(k)) plain |= uint64_t{1} << k;
+    }
+    if (plain != 0) {
+      StaticTotals(plain, feasible, window, total);
+    } else {
+      FillN(total, count, int64_t{0});
+    }
     if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
     for (size_t k = 0; k < score_.size(); ++k) {
-      if (out.skipped[k]) continue;
+      if (out.skipped[k] || (plain >> k & 1)) continue;
       if (score_[k]->NodeLocal()) {
         CachedRawScores(k, feasible, window, scores);
       } else {
@@ -304,7 +361,6 @@ class BackendFramework final : public engine::Framework {
     }
     out.total.resize(count);
     Download(run_total_, count, out.total.data());
-    return out;
   }
 
  private:
@@ -315,10 +371,17 @@ class BackendFramework final : public engine::Framework {
   };
 
   /** PreScore of every PreScore plugin, in order; false (with out->status) on an error. */
-  bool RunPreScore(const std::vector<NodeIndex>& feasible, ScoreResult* out) {
+  bool RunPreScore(const std::vector<NodeIndex>& feasible, ScoreResult* out, bool in_run = false) {
     for (size_t i = 0; i < pre_score_.size(); ++i) {
       engine::Plugin* p = pre_score_[i];
-      PluginStatus s = p->PreScore(*pod_, *snapshot_, feasible);
+      PluginStatus s;
+      if (in_run && p->NodeLocal()) {  // PreScore of the run's first pod, once
+        std::optional<PluginStatus>& memo = run_pre_score_[i];
+        if (!memo) memo = p->PreScore(*run_first_, *snapshot_, feasible);
+        s = *memo;
+      } else {
+        s = p->PreScore(*pod_, *snapshot_, feasible);
+      }
       if (!out->pre_score_status.empty()) out->pre_score_status[i] = s;
       if (s.IsSkip()) {
         for (size_t k = 0; k < score_.size(); ++k) {
@@ -418,6 +481,47 @@ class BackendFramework final : public engine::Framework {
     WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, raw, scores); }, kOmpLightSerialBelow);
   }
 
+  /** Score plugin k keeps raw scores across a run and has no NormalizeScore. */
+  bool PlainScore(size_t k) const {
+    return k < 64 && score_[k]->NodeLocal() && !(score_[k]->ExtensionPoints() & kNormalizeScorePoint);
+  }
+
+  /** Writes to `total` the weighted sum of the `plain` plugins' raw scores of `feasible`
+   *  (also at `window`), from the run's per-node sums, scoring the nodes not held yet. */
+  void StaticTotals(uint64_t plain, const std::vector<NodeIndex>& feasible, const NodeIndex* window, int64_t* total) {
+    const int32_t n = snapshot_->num_nodes();
+    if (static_valid_.empty() || static_plugins_ != plain) {
+      static_valid_.assign(n, 0);
+      static_plugins_ = plain;
+      Scratch(&static_sum_, n);
+    }
+    missing_.clear();
+    for (NodeIndex i : feasible) {
+      if (!static_valid_[i]) {
+        static_valid_[i] = 1;
+        missing_.push_back(i);
+      }
+    }
+    int64_t* sums = Ptr(static_sum_);
+    if (!missing_.empty()) {
+      const int32_t m = static_cast<int32_t>(missing_.size());
+      const NodeIndex* at = UploadScratch(missing_, &missing_nodes_);
+      int64_t* scored = Scratch(&missing_scores_, m);
+      int64_t* sum = Scratch(&missing_sum_, m);
+      FillN(sum, m, int64_t{0});
+      for (size_t k = 0; k < score_.size(); ++k) {
+        if (!(plain >> k & 1)) continue;
+        score_[k]->Score(at, m, scored);
+        WithPolicy(
+            m, [&](auto p) { thrust::transform(p, sum, sum + m, scored, sum, AddWeightedFn{profile_.score[k].weight}); },
+            kOmpLightSerialBelow);
+      }
+      WithPolicy(m, [&](auto p) { thrust::scatter(p, sum, sum + m, at, sums); }, kOmpLightSerialBelow);
+    }
+    const int32_t count = static_cast<int32_t>(feasible.size());
+    WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, sums, total); }, kOmpLightSerialBelow);
+  }
+
   void StartPod(const Pod& pod) {
     pod_ = &pod;
     ++pod_count_;
@@ -445,13 +549,20 @@ class BackendFramework final : public engine::Framework {
   // The current batched run (BeginRun): node-local Filter plugins' first failure per node
   // on the host, the nodes bound since it was last brought up to date, and per score plugin
   // the raw scores kept so far. Backend buffers here only grow.
+  const Pod* run_first_ = nullptr;
+  std::vector<PreFilterMemo> run_pre_filter_;
+  std::vector<std::optional<PluginStatus>> run_pre_score_;
   bool run_filter_valid_ = false;
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
   std::vector<NodeIndex> run_dirty_, missing_;
   std::vector<ScoreCache> run_scores_;
   vector<NodeIndex> run_window_, listed_nodes_, missing_nodes_;
-  vector<int64_t> run_window_scores_, run_total_, missing_scores_;
+  vector<int64_t> run_window_scores_, run_total_, missing_scores_, missing_sum_;
+  // The run's weighted sum of plain (node-local, not normalized) raw scores per node.
+  std::vector<uint8_t> static_valid_;
+  uint64_t static_plugins_ = 0;
+  vector<int64_t> static_sum_;
   vector<int16_t> listed_failed_dev_;
   vector<VerdictCode> listed_code_dev_, listed_codes_dev_;
   std::vector<int16_t> listed_failed_;

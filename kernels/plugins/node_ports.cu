@@ -40,7 +40,7 @@ class NodePorts final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     used_.assign(s.num_nodes(), {});
     for (NodeIndex i = 0; i < s.num_nodes(); ++i) {
-      for (const Pod* p : s.pods_on(i)) AddUsed(i, *p, /*intern=*/true);
+      for (const Pod* p : s.pods_on(i)) AddUsed(i, *p);
     }
     slots_.assign(s.num_nodes(), 0);
     // Spare room up front, so most binds write in place instead of re-laying the CSR.
@@ -49,7 +49,7 @@ class NodePorts final : public engine::Plugin {
   }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot&, std::vector<NodeIndex>*, bool*) override {
-    std::vector<HostPortEntry> want = Entries(pod, /*intern=*/false);
+    std::vector<HostPortEntry> want = Entries(pod);
     has_state_ = !want.empty();
     if (!has_state_) return PluginStatus::Skip();
     wanted_host_ = std::move(want);
@@ -70,8 +70,8 @@ class NodePorts final : public engine::Plugin {
     return true;
   }
   // A node's verdict reads its own used ports; a bind adds to the bound node's only. Wanted
-  // ports are looked up without interning, so an IP or protocol first used by a later bind
-  // changes ids, not meaning: an id no node uses and kNoId both match no entry.
+  // ports intern their IP and protocol, so the compiled pod keeps its ids whatever is bound
+  // later (an id no node uses yet matches no entry).
   bool NodeLocal() const override { return true; }
 
   PluginStatus Verdict(VerdictCode code) const override {
@@ -83,7 +83,7 @@ class NodePorts final : public engine::Plugin {
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     const size_t before = used_[node].size();
-    AddUsed(node, pod, /*intern=*/true);
+    AddUsed(node, pod);
     const int32_t count = static_cast<int32_t>(used_[node].size());
     if (count == static_cast<int32_t>(before)) return;
     if (count > slots_[node]) {
@@ -99,17 +99,15 @@ class NodePorts final : public engine::Plugin {
  private:
   NodePorts() { ips_.Intern("0.0.0.0"); }  // id 0 = plugins::kWildcardIpId
 
-  /** HP(pod) of §5, sanitized. Wanted ports look ids up without interning: an IP or
-   *  protocol no node uses gets kNoId, which equals no used entry. */
-  std::vector<HostPortEntry> Entries(const Pod& pod, bool intern) {
+  /** HP(pod) of §5, sanitized, with IPs and protocols interned. */
+  std::vector<HostPortEntry> Entries(const Pod& pod) {
     std::vector<HostPortEntry> out;
     auto add = [&](const Container& c) {
       for (const ContainerPort& port : c.ports) {
         if (port.host_port <= 0) continue;
         const std::string& ip = port.host_ip.empty() ? kAnyIp : port.host_ip;
         const std::string& proto = port.protocol.empty() ? kTcp : port.protocol;
-        HostPortEntry e{intern ? ips_.Intern(ip) : ips_.Find(ip), intern ? protocols_.Intern(proto) : protocols_.Find(proto),
-                        port.host_port};
+        HostPortEntry e{ips_.Intern(ip), protocols_.Intern(proto), port.host_port};
         out.push_back(e);
       }
     };
@@ -121,8 +119,8 @@ class NodePorts final : public engine::Plugin {
   }
 
   /** Adds a pod's ports to node i's set (the used-port table is a set). */
-  void AddUsed(NodeIndex i, const Pod& pod, bool intern) {
-    for (const HostPortEntry& e : Entries(pod, intern)) {
+  void AddUsed(NodeIndex i, const Pod& pod) {
+    for (const HostPortEntry& e : Entries(pod)) {
       bool present = false;
       for (const HostPortEntry& u : used_[i]) present = present || SameEntry(u, e);
       if (!present) used_[i].push_back(e);

@@ -38,16 +38,27 @@ class ResourceColumns {
     for (Column<int64_t>* c : All()) c->Upload();
   }
 
-  /** Adds a bound pod's requests to its node. */
+  /** Adds a bound pod's requests to its node: the node's sums grow by the pod's own, as
+   *  upstream's NodeInfo.AddPod does (integer sums, so equal to recomputing the node). */
   void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
-    for (const auto& [name, v] : r.requested.scalars) {
+    if (!has_last_ || !SameRequests(pod, last_pod_)) {  // consecutive binds are mostly replicas
+      last_delta_ = NodeResources{};
+      last_delta_.AddPod(pod, pod_level_);
+      last_pod_ = pod;
+      has_last_ = true;
+    }
+    const NodeResources& delta = last_delta_;
+    for (const auto& [name, v] : delta.requested.scalars) {
       if (!slots_.count(name)) {  // a scalar no node had: grow the columns
         Rebuild(s);
         return;
       }
     }
-    SetNode(i, r, /*upload=*/true);
+    auto add = [](Column<int64_t>& c, size_t k, int64_t v) {
+      if (v != 0) c.Set(k, c.host[k] + v);
+    };
+    EachRequestColumn(i, delta, add);
+    for (const auto& [name, v] : delta.requested.scalars) add(req_scalar_, static_cast<size_t>(slots_.at(name)) * n_ + i, v);
   }
 
   /** Column slot of a scalar resource, or -1 when no node has it. */
@@ -72,10 +83,20 @@ class ResourceColumns {
     auto [it, inserted] = slots_.emplace(name, static_cast<int32_t>(slots_.size()));
     return it->second;
   }
-  void Rebuild(const Snapshot& s) {
-    slots_.clear();
-    Build(s);
+  // Existing slots keep their numbers (new names are appended), so a pod compiled before
+  // the rebuild still reads the right columns.
+  void Rebuild(const Snapshot& s) { Build(s); }
+  /** f(column, i, value) for node i's columns that sum over its pods. */
+  template <typename F>
+  void EachRequestColumn(NodeIndex i, const NodeResources& r, F f) {
+    f(req_cpu_, i, r.requested.milli_cpu);
+    f(req_mem_, i, r.requested.memory);
+    f(req_eph_, i, r.requested.ephemeral_storage);
+    f(nz_cpu_, i, r.non_zero_milli_cpu);
+    f(nz_mem_, i, r.non_zero_memory);
+    f(pod_count_, i, r.pod_count);
   }
+
   void SetNode(NodeIndex i, const NodeResources& r, bool upload) {
     auto set = [&](Column<int64_t>& c, size_t k, int64_t v) {
       if (upload) {
@@ -88,12 +109,7 @@ class ResourceColumns {
     set(alloc_mem_, i, r.allocatable.memory);
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
-    set(req_cpu_, i, r.requested.milli_cpu);
-    set(req_mem_, i, r.requested.memory);
-    set(req_eph_, i, r.requested.ephemeral_storage);
-    set(nz_cpu_, i, r.non_zero_milli_cpu);
-    set(nz_mem_, i, r.non_zero_memory);
-    set(pod_count_, i, r.pod_count);
+    EachRequestColumn(i, r, set);
     for (const auto& [name, slot] : slots_) {
       size_t k = static_cast<size_t>(slot) * n_ + i;
       auto a = r.allocatable.scalars.find(name);
@@ -106,6 +122,9 @@ class ResourceColumns {
   int32_t n_ = 0;
   bool pod_level_ = true;
   std::map<std::string, int32_t> slots_;
+  bool has_last_ = false;  // the last bound pod's requests and its contribution
+  Pod last_pod_;
+  NodeResources last_delta_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
 };

@@ -41,13 +41,20 @@ int RunGen(int argc, char** argv) {
   int64_t& gpu_pct = flags.Int("gpu-percent", 0, "percent of nodes with nvidia.com/gpu: 8");
   bool& uniform = flags.Bool("uniform", "every node 4 cpu / 32Gi / 110 pods (scheduler_perf's default node)");
   bool& images = flags.Bool("images", "give nodes random images from a small catalogue");
+  int64_t& constraint_pct = flags.Int("constraint-percent", 0,
+                                      "percent of pod groups with a scheduling constraint: zone or hostname spread, "
+                                      "required or preferred pod (anti-)affinity, a node selector, a GPU toleration "
+                                      "or request");
+  int64_t& group_size = flags.Int("group-size", 1, "pods per group (replicas of one template, label group=g<k>)");
   int64_t& seed = flags.Int("seed", 1, "random seed");
   std::string& output = flags.String("output", "-", "output file (- for stdout)");
   std::string& pending_output = flags.String("pending-output", "pending.json", "file for --pending-pods");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   if (nodes < 0 || regions < 1 || zones < 1 || pods < 0 || pending < 0 || taint_pct < 0 || taint_pct > 100 ||
-      gpu_pct < 0 || gpu_pct > 100) {
-    std::fprintf(stderr, "kplace gen: counts must be non-negative, regions/zones at least 1, percents 0..100\n");
+      gpu_pct < 0 || gpu_pct > 100 || constraint_pct < 0 || constraint_pct > 100 || group_size < 1) {
+    std::fprintf(stderr,
+                 "kplace gen: counts must be non-negative, regions/zones and --group-size at least 1, percents "
+                 "0..100\n");
     return 2;
   }
 
@@ -86,24 +93,83 @@ int RunGen(int argc, char** argv) {
     }
     items.push_back(node);
   }
-  auto make_pod = [&](const std::string& name, const std::string& node_name) {
-    const char* app = kApps[pick(std::size(kApps))];
-    json pod = {{"apiVersion", "v1"},
+  // A group's template: requests, an image, and with --constraint-percent one constraint
+  // over the group's own label (so anti-affinity and spread see their replicas).
+  auto make_template = [&](int64_t group) {
+    const std::string label = "g" + std::to_string(group);
+    json selector = {{"matchLabels", {{"group", label}}}};
+    json spec = {{"containers",
+                  json::array({{{"name", "main"},
+                                {"image", kImages[pick(std::size(kImages))]},
+                                {"resources",
+                                 {{"requests",
+                                   {{"cpu", std::to_string(100 * (1 + pick(10))) + "m"},
+                                    {"memory", std::to_string(128 * (1 + pick(8))) + "Mi"}}}}}}})}};
+    if (static_cast<int64_t>(pick(100)) < constraint_pct) {
+      switch (pick(8)) {
+        case 0:
+          spec["topologySpreadConstraints"] = json::array({{{"maxSkew", 1 + pick(3)},
+                                                            {"topologyKey", "topology.kubernetes.io/zone"},
+                                                            {"whenUnsatisfiable", "DoNotSchedule"},
+                                                            {"labelSelector", selector}}});
+          break;
+        case 1:
+          spec["topologySpreadConstraints"] = json::array({{{"maxSkew", 1},
+                                                            {"topologyKey", "kubernetes.io/hostname"},
+                                                            {"whenUnsatisfiable", "ScheduleAnyway"},
+                                                            {"labelSelector", selector}}});
+          break;
+        case 2:
+          spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+              json::array({{{"labelSelector", selector}, {"topologyKey", "kubernetes.io/hostname"}}});
+          break;
+        case 3:
+          spec["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] = json::array(
+              {{{"weight", 1 + pick(100)},
+                {"podAffinityTerm", {{"labelSelector", selector}, {"topologyKey", "topology.kubernetes.io/zone"}}}}});
+          break;
+        case 4:
+          spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] =
+              json::array({{{"labelSelector", selector}, {"topologyKey", "topology.kubernetes.io/zone"}}});
+          break;
+        case 5:
+          spec["nodeSelector"] = {{"topology.kubernetes.io/region", "region-" + std::to_string(pick(regions))}};
+          break;
+        case 6:
+          spec["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Equal"}, {"value", "gpu"},
+                                              {"effect", "NoSchedule"}}});
+          break;
+        default:
+          spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = std::to_string(1 + pick(4));
+          spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+              spec["containers"][0]["resources"]["requests"]["nvidia.com/gpu"];
+          spec["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Exists"}}});
+          break;
+      }
+    }
+    return json{{"apiVersion", "v1"},
                 {"kind", "Pod"},
-                {"metadata", {{"name", name}, {"namespace", "default"}, {"labels", {{"app", app}}}}},
-                {"spec",
-                 {{"containers",
-                   json::array({{{"name", "main"},
-                                 {"image", kImages[pick(std::size(kImages))]},
-                                 {"resources",
-                                  {{"requests",
-                                    {{"cpu", std::to_string(100 * (1 + pick(10))) + "m"},
-                                     {"memory", std::to_string(128 * (1 + pick(8))) + "Mi"}}}}}}})}}}};
-    if (!node_name.empty()) pod["spec"]["nodeName"] = node_name;
-    return pod;
+                {"metadata", {{"namespace", "default"}, {"labels", {{"app", kApps[pick(std::size(kApps))]}, {"group", label}}}}},
+                {"spec", spec}};
   };
-  for (int64_t p = 0; p < pods && nodes > 0; ++p) {
-    items.push_back(make_pod("existing-" + std::to_string(p), "node-" + std::to_string(pick(nodes))));
+  // Pods in groups of --group-size replicas of one template.
+  int64_t groups = 0;
+  json group_template;
+  auto make_pods = [&](const std::string& prefix, int64_t count, auto&& place) {
+    json out = json::array();
+    for (int64_t p = 0; p < count; ++p) {
+      if (p % group_size == 0) group_template = make_template(groups++);
+      json pod = group_template;
+      pod["metadata"]["name"] = prefix + std::to_string(p);
+      place(pod);
+      out.push_back(std::move(pod));
+    }
+    return out;
+  };
+  if (nodes > 0) {
+    for (json& pod : make_pods("existing-", pods, [&](json& pod) { pod["spec"]["nodeName"] = "node-" + std::to_string(pick(nodes)); })) {
+      items.push_back(std::move(pod));
+    }
   }
   auto write = [](const std::string& path, const json& doc) {
     if (path == "-") {
@@ -121,7 +187,7 @@ int RunGen(int argc, char** argv) {
   if (!write(output, list)) return 1;
   if (pending > 0) {
     json pend = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
-    for (int64_t p = 0; p < pending; ++p) pend["items"].push_back(make_pod("pending-" + std::to_string(p), ""));
+    pend["items"] = make_pods("pending-", pending, [](json&) {});
     if (!write(pending_output, pend)) return 1;
   }
   if (output != "-") {

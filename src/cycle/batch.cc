@@ -186,13 +186,14 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& sig
   Decision out;
   const int32_t n = static_cast<int32_t>(order_->size());
   if (run_pods_ == 0 || run_pods_ >= max_batch_ || signature != signature_) {
-    fw_->BeginRun();
+    run_first_ = pod;
+    fw_->BeginRun(run_first_);
     signature_ = signature;
     run_pods_ = 0;
   }
   ++run_pods_;
 
-  engine::PreFilterResult pre = fw_->PreFilter(pod);
+  engine::PreFilterResult pre = fw_->PreFilterRun(pod);
   if (pre.status.code == Code::kError) {
     out.code = Code::kError;
     out.message = pre.status.Message();
@@ -299,20 +300,18 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& sig
   }
   size_t chosen = 0;
   if (feasible_.size() > 1) {
-    std::vector<int64_t> total;
     if (has_score) {
-      engine::ScoreResult scores = fw_->ScoreRun(feasible_);
-      if (scores.status.code == Code::kError) {
+      fw_->ScoreRun(feasible_, &scores_);
+      if (scores_.status.code == Code::kError) {
         out.code = Code::kError;
-        out.message = scores.status.Message();
+        out.message = scores_.status.Message();
         return out;
       }
-      total = std::move(scores.total);
     } else {
-      total.assign(feasible_.size(), 1);
+      scores_.total.assign(feasible_.size(), 1);
     }
-    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(total) : SelectHostRandom(total, *rng);
-    out.score = total[chosen];
+    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(scores_.total) : SelectHostRandom(scores_.total, *rng);
+    out.score = scores_.total[chosen];
   }
   out.host = feasible_[chosen];
   return out;

@@ -1,6 +1,8 @@
 #include "kplace/cycle/node_order.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 #include <unordered_map>
 
 namespace kplace::cycle {
@@ -54,25 +56,26 @@ int32_t NumFeasibleNodesToFind(int32_t percentage, int32_t num_candidates) {
 }
 
 size_t SelectHostHeap(const std::vector<int64_t>& totals) {
+  // Go's heap.Init sifts down from n/2-1 to 0, moving a child up only when it is strictly
+  // better than its parent and taking the right child only when strictly better than the
+  // left. So after Init the root is, recursively, the subtree's own element when it ties
+  // the subtree maximum, else the left subtree's winner when that holds the maximum, else
+  // the right's: the first maximum in preorder of the implicit tree. Pop returns the root.
+  // One pass, no heap: compare positions by their root-to-node path, left-aligned to the
+  // deepest level (an ancestor sorts before its descendants).
   const size_t n = totals.size();
   if (n == 0) return 0;
-  std::vector<size_t> heap(n);
-  for (size_t i = 0; i < n; ++i) heap[i] = i;
-  auto better = [&](size_t a, size_t b) { return totals[heap[a]] > totals[heap[b]]; };
-  auto sift = [&](size_t i, size_t len) {
-    while (true) {
-      size_t l = 2 * i + 1;
-      if (l >= len) return;
-      size_t c = l;
-      if (l + 1 < len && better(l + 1, l)) c = l + 1;  // the right child only when strictly better
-      if (!better(c, i)) return;
-      std::swap(heap[i], heap[c]);
-      i = c;
-    }
+  auto depth = [](uint64_t one_based) { return 63 - __builtin_clzll(one_based); };
+  auto preorder_key = [&](size_t i) {
+    const uint64_t p = static_cast<uint64_t>(i) + 1;
+    const int d = depth(p);
+    return std::make_pair(p << (40 - d), d);
   };
-  for (size_t i = n / 2; i-- > 0;) sift(i, n);
-  // pop: the root is swapped to the end and returned.
-  return heap[0];
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (totals[i] > totals[best] || (totals[i] == totals[best] && preorder_key(i) < preorder_key(best))) best = i;
+  }
+  return best;
 }
 
 size_t SelectHostRandom(const std::vector<int64_t>& totals, std::mt19937_64& rng) {

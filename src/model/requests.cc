@@ -152,6 +152,20 @@ void NodeResources::AddPod(const Pod& pod, bool pod_level_resources) {
   ++pod_count;
 }
 
+bool SameRequests(const Pod& a, const Pod& b) {
+  auto same = [](const std::vector<Container>& x, const std::vector<Container>& y) {
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i].requests != y[i].requests || x[i].limits != y[i].limits || x[i].restart_policy != y[i].restart_policy) {
+        return false;
+      }
+    }
+    return true;
+  };
+  return same(a.containers, b.containers) && same(a.init_containers, b.init_containers) && a.overhead == b.overhead &&
+         a.pod_requests == b.pod_requests && a.pod_limits == b.pod_limits;
+}
+
 NodeResources ComputeNodeResources(const Node& node, const std::vector<const Pod*>& pods,
                                    bool pod_level_resources) {
   NodeResources r;

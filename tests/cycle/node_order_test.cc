@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <utility>
+#include <vector>
+
 namespace kplace::cycle {
 namespace {
 
@@ -66,6 +70,37 @@ TEST(NodeOrderTest, HeapSelectionMatchesGoContainerHeap) {
   // not strictly better, stays), then the root swaps with its left child.
   EXPECT_EQ(SelectHostHeap({1, 9, 2, 9, 9}), 1u);
   EXPECT_EQ(SelectHostHeap({1, 2, 9, 3, 4, 9, 9}), 2u);
+}
+
+// Go's container/heap Init + Pop over indices, step by step: the oracle for the one-pass
+// selection.
+size_t GoHeapPop(const std::vector<int64_t>& totals) {
+  std::vector<size_t> heap(totals.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  auto less = [&](size_t a, size_t b) { return totals[heap[a]] > totals[heap[b]]; };
+  const size_t n = heap.size();
+  for (size_t i = n / 2; i-- > 0;) {
+    for (size_t j = i;;) {
+      size_t c = 2 * j + 1;
+      if (c >= n) break;
+      if (c + 1 < n && less(c + 1, c)) ++c;
+      if (!less(c, j)) break;
+      std::swap(heap[j], heap[c]);
+      j = c;
+    }
+  }
+  return heap[0];
+}
+
+TEST(NodeOrderTest, HeapSelectionEqualsGoHeapOnRandomTotals) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const size_t n = 1 + rng() % (trial % 10 == 0 ? 1200 : 40);
+    const int64_t range = 1 + static_cast<int64_t>(rng() % 5);  // few values: many ties
+    std::vector<int64_t> totals(n);
+    for (int64_t& t : totals) t = static_cast<int64_t>(rng() % range) * 37;
+    ASSERT_EQ(SelectHostHeap(totals), GoHeapPop(totals)) << "trial " << trial << " n " << n;
+  }
 }
 
 TEST(NodeOrderTest, RandomTieBreakIsReproducibleAndUniformAmongMaxima) {

@@ -72,12 +72,14 @@ class BatchCycle {
   const std::vector<int32_t>* order_;
   int32_t max_batch_;
   std::string signature_;
+  Pod run_first_;  // the run's first pod, which node-local plugins compile for the run
   int32_t run_pods_ = 0;
   // The PreFilter restriction of the run's last pod and its candidates in scan order.
   bool restricted_valid_ = false;
   std::vector<engine::NodeIndex> allowed_, restricted_;
   std::vector<engine::NodeIndex> feasible_, chunk_;
   engine::FilterResult verdict_chunk_;
+  engine::ScoreResult scores_;
   std::vector<Verdict> verdicts_;  // distinct (plugin, code) of the current scan
 };
 

@@ -86,19 +86,26 @@ class Framework {
   virtual void Bind(const Pod& pod, NodeIndex node) = 0;
 
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
-  // signature; within it, node-local plugins (Plugin::NodeLocal) keep their verdicts and
-  // raw scores per node, and only nodes bound since (through Bind) are evaluated again.
-  // Every other plugin runs for every pod, on the nodes the cycle visits.
+  // signature; within it, node-local plugins (Plugin::NodeLocal) compile the pod once
+  // (StartPod, PreFilter, PreScore) and keep their verdicts and raw scores per node, and
+  // only nodes bound since (through Bind) are evaluated again. Every other plugin runs for
+  // every pod, on the nodes the cycle visits.
 
-  /** Starts a run: the next FilterRun and ScoreRun evaluate every node they need afresh. */
-  virtual void BeginRun() = 0;
+  /** Starts a run of pods with `first`'s scheduling signature; node-local plugins compile
+   *  `first`, which must stay alive and unchanged until the next BeginRun. The next
+   *  FilterRun and ScoreRun evaluate every node they need afresh. */
+  virtual void BeginRun(const Pod& first) = 0;
+  /** PreFilter(pod) for the current pod of the run: node-local plugins give what they gave
+   *  for the run's first pod (computed once), the others run on `pod`. */
+  virtual PreFilterResult PreFilterRun(const Pod& pod) = 0;
   /** What Filter(pre) gives for the current pod of the run, on the listed nodes only:
    *  out->failed_plugin[j] and out->code[j] are node nodes[j]'s. The cycle asks for the
    *  nodes it visits, in chunks; plugins that are not node-local are evaluated on those. */
   virtual void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) = 0;
-  /** Score(feasible) for the current pod of the run, with `total` and `status` only (raw,
-   *  normalized and pre_score_status are left empty). */
-  virtual ScoreResult ScoreRun(const std::vector<NodeIndex>& feasible) = 0;
+  /** Score(feasible) for the current pod of the run into `*out` (its buffers reused across
+   *  pods), with `total`, `skipped` and `status` only (raw, normalized and
+   *  pre_score_status are left empty). */
+  virtual void ScoreRun(const std::vector<NodeIndex>& feasible, ScoreResult* out) = 0;
 };
 
 /** True when a CUDA device is usable in this process (false when built without CUDA). */

@@ -52,6 +52,10 @@ struct NodeResources {
   void AddPod(const Pod& pod, bool pod_level_resources);
 };
 
+/** True when `a` and `b` request exactly the same (every field PodRequests reads), so
+ *  their NodeResources contributions are equal. */
+bool SameRequests(const Pod& a, const Pod& b);
+
 NodeResources ComputeNodeResources(const Node& node, const std::vector<const Pod*>& pods,
                                    bool pod_level_resources);
 
