@@ -29,6 +29,12 @@ struct FirstFailureFn {
   }
 };
 
+struct GatherPlusFn {
+  const int64_t* values;
+  int64_t offset;
+  KPLACE_HOST_DEVICE int64_t operator()(NodeIndex i) const { return values[i] + offset; }
+};
+
 struct AddWeightedFn {
   int64_t weight;
   KPLACE_HOST_DEVICE int64_t operator()(int64_t total, int64_t s) const { return total + weight * s; }
@@ -337,18 +343,27 @@ class BackendFramework final : public engine::Framework {
     int64_t* total = Scratch(&run_total_, count);
     // Node-local plugins without NormalizeScore add weight * raw whatever the window is:
     // their weighted sum is kept per node for the run and gathered as the starting total.
-    uint64_t plain = 0;
+    // Plugins whose normalized score is the same on every node add a constant.
+    uint64_t plain = 0, constant = 0;
+    int64_t offset = 0;
     for (size_t k = 0; k < score_.size(); ++k) {
-      if (!out.skipped[k] && PlainScore(k)) plain |= uint64_t{1} << k;
+      if (out.skipped[k]) continue;
+      int64_t value = 0;
+      if (k < 64 && score_[k]->NodeLocal() && score_[k]->ConstantScore(&value)) {
+        constant |= uint64_t{1} << k;
+        offset += profile_.score[k].weight * value;
+      } else if (PlainScore(k)) {
+        plain |= uint64_t{1} << k;
+      }
     }
     if (plain != 0) {
-      StaticTotals(plain, feasible, window, total);
+      StaticTotals(plain, feasible, window, offset, total);
     } else {
-      FillN(total, count, int64_t{0});
+      FillN(total, count, offset);
     }
     if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
     for (size_t k = 0; k < score_.size(); ++k) {
-      if (out.skipped[k] || (plain >> k & 1)) continue;
+      if (out.skipped[k] || ((plain | constant) >> k & 1)) continue;
       if (score_[k]->NodeLocal()) {
         CachedRawScores(k, feasible, window, scores);
       } else {
@@ -486,9 +501,11 @@ class BackendFramework final : public engine::Framework {
     return k < 64 && score_[k]->NodeLocal() && !(score_[k]->ExtensionPoints() & kNormalizeScorePoint);
   }
 
-  /** Writes to `total` the weighted sum of the `plain` plugins' raw scores of `feasible`
-   *  (also at `window`), from the run's per-node sums, scoring the nodes not held yet. */
-  void StaticTotals(uint64_t plain, const std::vector<NodeIndex>& feasible, const NodeIndex* window, int64_t* total) {
+  /** Writes to `total` `offset` plus the weighted sum of the `plain` plugins' raw scores of
+   *  `feasible` (also at `window`), from the run's per-node sums, scoring the nodes not
+   *  held yet. */
+  void StaticTotals(uint64_t plain, const std::vector<NodeIndex>& feasible, const NodeIndex* window, int64_t offset,
+                    int64_t* total) {
     const int32_t n = snapshot_->num_nodes();
     if (static_valid_.empty() || static_plugins_ != plain) {
       static_valid_.assign(n, 0);
@@ -519,7 +536,9 @@ class BackendFramework final : public engine::Framework {
       WithPolicy(m, [&](auto p) { thrust::scatter(p, sum, sum + m, at, sums); }, kOmpLightSerialBelow);
     }
     const int32_t count = static_cast<int32_t>(feasible.size());
-    WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, sums, total); }, kOmpLightSerialBelow);
+    WithPolicy(
+        count, [&](auto p) { thrust::transform(p, window, window + count, total, GatherPlusFn{sums, offset}); },
+        kOmpLightSerialBelow);
   }
 
   void StartPod(const Pod& pod) {

@@ -75,6 +75,7 @@ class TaintToleration final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     offsets_.host.assign(n + 1, 0);
+    prefer_no_schedule_ = false;
     key_.host.clear();
     value_.host.clear();
     effect_.host.clear();
@@ -89,6 +90,7 @@ class TaintToleration final : public engine::Plugin {
         effect_.host.push_back(plugins::TaintEffectCode(t.effect));
         value_is_int_.host.push_back(is_int ? 1 : 0);
         value_int_.host.push_back(is_int ? v : 0);
+        prefer_no_schedule_ |= effect_.host.back() == plugins::kEffectPreferNoSchedule;
       }
       offsets_.host[i + 1] = static_cast<int32_t>(key_.host.size());
     }
@@ -126,6 +128,13 @@ class TaintToleration final : public engine::Plugin {
   }
 
   void NormalizeScore(int32_t count, int64_t* scores) override { DefaultNormalize(scores, count, /*reverse=*/true); }
+  // With no PreferNoSchedule taint on any node every raw score is 0, which the reverse
+  // normalization turns into the maximum everywhere.
+  bool ConstantScore(int64_t* normalized) const override {
+    if (prefer_no_schedule_) return false;
+    *normalized = kMaxNodeScore;
+    return true;
+  }
 
  private:
   explicit TaintToleration(bool comparison_operators) : comparison_operators_(comparison_operators) {}
@@ -172,6 +181,7 @@ class TaintToleration final : public engine::Plugin {
   Column<uint8_t> value_is_int_;
   Column<int64_t> value_int_;
   TolerationList filter_, score_;
+  bool prefer_no_schedule_ = false;  // some node has a PreferNoSchedule taint
 };
 
 KPLACE_REGISTER_ENGINE_PLUGIN(TaintToleration, TaintToleration);

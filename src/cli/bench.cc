@@ -102,6 +102,21 @@ void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options
                   s->side.c_str(), Window(w).c_str(), s->seconds);
     }
   }
+  {
+    // CPU time counts only this process's threads, so it holds on a shared machine where
+    // wall time also counts other processes' turns on the cores.
+    std::string line = "cpu time per pod:";
+    for (const bench::RunStats* s : {&r.engine, &r.reference}) {
+      if (s->pods == 0) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " %s %.1f us (%.0f pods per CPU-second, %.0f%% of wall);", s->side.c_str(),
+                    1e6 * s->cpu_seconds / s->pods, s->cpu_seconds > 0 ? s->pods / s->cpu_seconds : 0.0,
+                    s->seconds > 0 ? 100 * s->cpu_seconds / s->seconds : 0.0);
+      line += buf;
+    }
+    line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
   std::printf("memory (heap): engine state %s host (%.0f bytes/node), +%s over the measured pods (%.0f bytes/pod)",
               Mib(r.engine.state_bytes).c_str(), r.nodes ? static_cast<double>(r.engine.state_bytes) / r.nodes : 0.0,
               Mib(r.engine.growth_bytes).c_str(),

@@ -340,11 +340,16 @@ absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const S
   for (size_t j = 0; j < order.size(); ++j) {
     const Placement& a = out.per_pod[j];
     const Placement& b = out.batched[j];
-    if (a.node == b.node && a.code == b.code && a.message == b.message) continue;
+    if (a.node == b.node && a.code == b.code && a.message == b.message && a.score == b.score &&
+        a.feasible == b.feasible) {
+      continue;
+    }
     if (out.mismatches++ == 0) {
       out.first_mismatch = StrCat("pod ", a.pod, " (#", j, " in queue order): per-pod ",
-                                  a.node.empty() ? StrCat("\"", a.message, "\"") : a.node, ", batched ",
-                                  b.node.empty() ? StrCat("\"", b.message, "\"") : b.node);
+                                  a.node.empty() ? StrCat("\"", a.message, "\"") : a.node, " (score ", a.score,
+                                  ", ", a.feasible, " feasible), batched ",
+                                  b.node.empty() ? StrCat("\"", b.message, "\"") : b.node, " (score ", b.score, ", ",
+                                  b.feasible, " feasible)");
     }
   }
   if (out.mismatches == 0 && out.per_pod_next_start != out.batched_next_start) {

@@ -29,6 +29,7 @@ struct RunStats {
   int64_t scheduled = 0;  // of those, placed on a node
   bool capped = false;    // stopped at the time budget before the last measured pod
   double seconds = 0;        // the measured phase, wall time
+  double cpu_seconds = 0;    // the measured phase, CPU time of the process (all threads)
   double setup_seconds = 0;  // Scheduler::Create over the cluster with init pods bound
   double pods_per_second = 0;  // pods / seconds
   Throughput throughput;

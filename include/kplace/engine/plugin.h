@@ -60,6 +60,10 @@ class Plugin {
   virtual void Score(const NodeIndex* /*nodes*/, int32_t /*count*/, int64_t* /*scores*/) {}
   /** Normalizes `count` raw scores in place (a reduction over them, then a map). */
   virtual void NormalizeScore(int32_t /*count*/, int64_t* /*scores*/) {}
+  /** After PreScore: true when NormalizeScore gives every node `*normalized` for this pod,
+   *  whichever nodes are scored (say, no node can score). Batched runs then add it to every
+   *  total without calling Score; the per-pod path still scores. */
+  virtual bool ConstantScore(int64_t* /*normalized*/) const { return false; }
   /** Called after the snapshot records `pod` on `node`; update node columns. */
   virtual void OnBind(const Pod&, NodeIndex, const Snapshot&) {}
 
