@@ -1,6 +1,7 @@
 #include "kplace/bench/workload.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -24,6 +25,129 @@ absl::Status Bad(std::string_view file, std::string_view field, std::string_view
   return absl::InvalidArgumentError(StrCat(file, ": ", field, ": ", what));
 }
 
+// ---- templates ------------------------------------------------------------------------
+
+constexpr char kIndex[] = "{{.Index}}";
+constexpr char kName[] = "{{.Name}}";
+constexpr char kNamespace[] = "{{.Namespace}}";
+
+// The variables one kind of template may use.
+enum class TemplateKind { kNode, kPod, kFixed };
+
+bool Allowed(TemplateKind kind, std::string_view token) {
+  if (token == kIndex) return kind != TemplateKind::kFixed;
+  if (token == kName) return kind == TemplateKind::kNode;
+  if (token == kNamespace) return kind == TemplateKind::kPod;
+  return false;
+}
+
+const char* AllowedList(TemplateKind kind) {
+  switch (kind) {
+    case TemplateKind::kNode: return "{{.Index}} and {{.Name}}";
+    case TemplateKind::kPod: return "{{.Index}} and {{.Namespace}}";
+    case TemplateKind::kFixed: break;
+  }
+  return "none";
+}
+
+// Checks every {{...}} in a string against what the template kind allows.
+absl::Status CheckText(const std::string& s, TemplateKind kind, std::string_view file, const std::string& field) {
+  for (size_t at = s.find("{{"); at != std::string::npos; at = s.find("{{", at + 2)) {
+    size_t end = s.find("}}", at);
+    if (end == std::string::npos) return Bad(file, field, StrCat("unclosed \"{{\" in \"", s, "\""));
+    std::string token = s.substr(at, end + 2 - at);
+    if (!Allowed(kind, token)) {
+      return Bad(file, field, StrCat("unknown template variable ", token, " (this template may use ", AllowedList(kind), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTemplate(const json& t, TemplateKind kind, std::string_view file, const std::string& field) {
+  if (t.is_string()) return CheckText(t.get_ref<const std::string&>(), kind, file, field);
+  if (t.is_object()) {
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      std::string sub = StrCat(field, ".", it.key());
+      KPLACE_RETURN_IF_ERROR(CheckText(it.key(), kind, file, sub));
+      KPLACE_RETURN_IF_ERROR(CheckTemplate(it.value(), kind, file, sub));
+    }
+  } else if (t.is_array()) {
+    for (size_t i = 0; i < t.size(); ++i) KPLACE_RETURN_IF_ERROR(CheckTemplate(t[i], kind, file, StrCat(field, "[", i, "]")));
+  }
+  return absl::OkStatus();
+}
+
+bool HasVariables(const json& t) {
+  if (t.is_string()) return t.get_ref<const std::string&>().find("{{") != std::string::npos;
+  if (t.is_object()) {
+    for (auto it = t.begin(); it != t.end(); ++it) {
+      if (it.key().find("{{") != std::string::npos || HasVariables(it.value())) return true;
+    }
+  } else if (t.is_array()) {
+    for (const json& v : t) {
+      if (HasVariables(v)) return true;
+    }
+  }
+  return false;
+}
+
+// Values for the template variables of one node or pod.
+struct Vars {
+  int64_t index = 0;
+  std::string name, namespace_;
+};
+
+std::string Expand(const std::string& s, const Vars& v) {
+  if (s.find("{{") == std::string::npos) return s;
+  std::string out;
+  size_t pos = 0;
+  for (size_t at = s.find("{{"); at != std::string::npos; at = s.find("{{", pos)) {
+    out.append(s, pos, at - pos);
+    size_t end = s.find("}}", at);
+    if (end == std::string::npos) break;  // CheckTemplate rejected these at load
+    std::string_view token(s.data() + at, end + 2 - at);
+    if (token == kIndex) {
+      out += std::to_string(v.index);
+    } else if (token == kName) {
+      out += v.name;
+    } else if (token == kNamespace) {
+      out += v.namespace_;
+    } else {
+      out.append(token.data(), token.size());
+    }
+    pos = end + 2;
+  }
+  out.append(s, std::min(pos, s.size()), std::string::npos);
+  return out;
+}
+
+json Substitute(const json& t, const Vars& v) {
+  if (t.is_string()) return Expand(t.get_ref<const std::string&>(), v);
+  if (t.is_object()) {
+    json out = json::object();
+    for (auto it = t.begin(); it != t.end(); ++it) out[Expand(it.key(), v)] = Substitute(it.value(), v);
+    return out;
+  }
+  if (t.is_array()) {
+    json out = json::array();
+    for (const json& e : t) out.push_back(Substitute(e, v));
+    return out;
+  }
+  return t;
+}
+
+// ---- document fields ------------------------------------------------------------------
+
+absl::Status KnownFields(const json& j, std::initializer_list<const char*> known, std::string_view file,
+                         std::string_view field) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; })) {
+      return Bad(file, field.empty() ? it.key() : StrCat(field, ".", it.key()), "unknown field");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int32_t> Count(const json& j, std::string_view file, std::string_view field) {
   if (!j.is_number_integer() || j.get<int64_t>() < 0 || j.get<int64_t>() > 10000000) {
     return Bad(file, field, StrCat("expected a count between 0 and 10000000, got ", j.dump()));
@@ -31,22 +155,34 @@ absl::StatusOr<int32_t> Count(const json& j, std::string_view file, std::string_
   return static_cast<int32_t>(j.get<int64_t>());
 }
 
-absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const std::string& field,
-                                     bool count_required) {
-  if (!j.is_object()) return Bad(file, field, "expected an object");
-  PodGroup g;
-  if (j.contains("count")) {
-    KPLACE_ASSIGN_OR_RETURN(g.count, Count(j["count"], file, field + ".count"));
-  } else if (count_required) {
-    return Bad(file, field + ".count", "missing (and the workload has no variants)");
+// A count for each of `n` things: a list of n counts, or (when `scalar_ok`) one count for all.
+absl::StatusOr<std::vector<int32_t>> Counts(const json& j, size_t n, bool scalar_ok, std::string_view file,
+                                            const std::string& field, std::string_view per) {
+  std::vector<int32_t> out;
+  if (j.is_array()) {
+    if (j.size() != n) return Bad(file, field, StrCat("expected ", n, " counts (one per ", per, "), got ", j.size()));
+    for (size_t i = 0; i < j.size(); ++i) {
+      KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(j[i], file, StrCat(field, "[", i, "]")));
+      out.push_back(c);
+    }
+    return out;
   }
-  if (j.contains("namespace")) {
-    if (!j["namespace"].is_string()) return Bad(file, field + ".namespace", "expected a string");
-    g.namespace_ = j["namespace"].get<std::string>();
+  if (!scalar_ok) return Bad(file, field, StrCat("expected a list of ", n, " counts (one per ", per, ")"));
+  KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(j, file, field));
+  out.assign(n, c);
+  return out;
+}
+
+// A template's metadata and metadata.labels, when given, are objects (names and labels
+// are stamped into them).
+absl::Status CheckMeta(const json& t, std::string_view file, const std::string& field) {
+  if (!t.contains("metadata")) return absl::OkStatus();
+  const json& m = t["metadata"];
+  if (!m.is_object()) return Bad(file, field + ".metadata", "expected an object");
+  if (m.contains("labels") && !m["labels"].is_object()) {
+    return Bad(file, field + ".metadata.labels", "expected a map of label key to value");
   }
-  if (!j.contains("template") || !j["template"].is_object()) return Bad(file, field + ".template", "expected a Pod object");
-  g.pod_template = j["template"];
-  return g;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::string>> Strings(const json& j, std::string_view file, const std::string& field) {
@@ -60,41 +196,143 @@ absl::StatusOr<std::vector<std::string>> Strings(const json& j, std::string_view
   return out;
 }
 
-absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, const std::string& field,
-                                      size_t num_init_groups) {
-  if (!j.is_object()) return Bad(file, field, "expected an object {name, nodes, init, measured}");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    static const char* kKnown[] = {"name", "nodes", "init", "measured", "threshold", "upstream"};
-    if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return it.key() == k; }) ==
-        std::end(kKnown)) {
-      return Bad(file, StrCat(field, ".", it.key()), "unknown field");
+absl::StatusOr<std::vector<json>> Objects(const json& j, TemplateKind kind, std::string_view file,
+                                          const std::string& field) {
+  if (!j.is_array()) return Bad(file, field, "expected a list of Kubernetes objects");
+  std::vector<json> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string f = StrCat(field, "[", i, "]");
+    if (!j[i].is_object()) return Bad(file, f, "expected a Kubernetes object");
+    KPLACE_RETURN_IF_ERROR(CheckTemplate(j[i], kind, file, f));
+    out.push_back(j[i]);
+  }
+  return out;
+}
+
+// A group's `count`: required when the workload has no variants to take it from.
+absl::Status GroupCount(const json& j, std::string_view file, const std::string& field, bool required, int32_t* out) {
+  if (j.contains("count")) {
+    KPLACE_ASSIGN_OR_RETURN(*out, Count(j["count"], file, field + ".count"));
+  } else if (required) {
+    return Bad(file, field + ".count", "missing (and the workload has no variants)");
+  }
+  return absl::OkStatus();
+}
+
+// A group's `template` (an empty object when absent), its metadata and variables checked.
+absl::StatusOr<json> TemplateField(const json& j, TemplateKind kind, std::string_view what, std::string_view file,
+                                   const std::string& field) {
+  json t = j.contains("template") ? j["template"] : json::object();
+  if (!t.is_object()) return Bad(file, field + ".template", StrCat("expected ", what));
+  KPLACE_RETURN_IF_ERROR(CheckMeta(t, file, field + ".template"));
+  KPLACE_RETURN_IF_ERROR(CheckTemplate(t, kind, file, field + ".template"));
+  return t;
+}
+
+absl::StatusOr<NodeGroup> DecodeNodeGroup(const json& j, std::string_view file, const std::string& field,
+                                          bool count_required) {
+  if (!j.is_object()) return Bad(file, field, "expected an object {count, labels, template, objects}");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"count", "labels", "zones", "template", "objects"}, file, field));
+  NodeGroup g;
+  KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &g.count));
+  if (j.contains("zones")) {  // shorthand for labels: {topology.kubernetes.io/zone: [...]}
+    KPLACE_ASSIGN_OR_RETURN(auto zones, Strings(j["zones"], file, field + ".zones"));
+    g.labels.emplace_back("topology.kubernetes.io/zone", std::move(zones));
+  }
+  if (j.contains("labels")) {
+    if (!j["labels"].is_object()) return Bad(file, field + ".labels", "expected a map of label key to a list of values");
+    for (auto it = j["labels"].begin(); it != j["labels"].end(); ++it) {
+      KPLACE_ASSIGN_OR_RETURN(auto values, Strings(it.value(), file, StrCat(field, ".labels.", it.key())));
+      g.labels.emplace_back(it.key(), std::move(values));
     }
   }
+  KPLACE_ASSIGN_OR_RETURN(g.node_template, TemplateField(j, TemplateKind::kNode, "a Node object", file, field));
+  if (j.contains("objects")) {
+    KPLACE_ASSIGN_OR_RETURN(g.objects, Objects(j["objects"], TemplateKind::kNode, file, field + ".objects"));
+  }
+  return g;
+}
+
+absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const std::string& field,
+                                     bool count_required) {
+  if (!j.is_object()) return Bad(file, field, "expected an object");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"count", "namespace", "namespacePrefix", "template", "objects"}, file, field));
+  PodGroup g;
+  KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &g.count));
+  if (j.contains("namespace") && j.contains("namespacePrefix")) {
+    return Bad(file, field + ".namespacePrefix", "give either namespace or namespacePrefix, not both");
+  }
+  if (j.contains("namespace")) {
+    if (!j["namespace"].is_string()) return Bad(file, field + ".namespace", "expected a string");
+    g.namespace_ = j["namespace"].get<std::string>();
+  }
+  if (j.contains("namespacePrefix")) {
+    if (!j["namespacePrefix"].is_string() || j["namespacePrefix"].get<std::string>().empty()) {
+      return Bad(file, field + ".namespacePrefix", "expected the prefix of a namespaceSets entry");
+    }
+    g.namespace_prefix = j["namespacePrefix"].get<std::string>();
+  }
+  if (!j.contains("template")) return Bad(file, field + ".template", "expected a Pod object");
+  KPLACE_ASSIGN_OR_RETURN(g.pod_template, TemplateField(j, TemplateKind::kPod, "a Pod object", file, field));
+  if (j.contains("objects")) {
+    KPLACE_ASSIGN_OR_RETURN(g.objects, Objects(j["objects"], TemplateKind::kPod, file, field + ".objects"));
+  }
+  return g;
+}
+
+absl::StatusOr<NamespaceSet> DecodeNamespaceSet(const json& j, std::string_view file, const std::string& field,
+                                                bool count_required) {
+  if (!j.is_object()) return Bad(file, field, "expected an object {prefix, count, template}");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"prefix", "count", "template"}, file, field));
+  NamespaceSet s;
+  if (!j.contains("prefix") || !j["prefix"].is_string() || j["prefix"].get<std::string>().empty()) {
+    return Bad(file, field + ".prefix", "expected a non-empty string");
+  }
+  s.prefix = j["prefix"].get<std::string>();
+  KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &s.count));
+  KPLACE_ASSIGN_OR_RETURN(s.namespace_template,
+                          TemplateField(j, TemplateKind::kFixed, "a Namespace object", file, field));
+  return s;
+}
+
+absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, const std::string& field, const Workload& w) {
+  if (!j.is_object()) return Bad(file, field, "expected an object {name, nodes, init, measured}");
+  KPLACE_RETURN_IF_ERROR(
+      KnownFields(j, {"name", "nodes", "init", "measured", "namespaces", "threshold", "upstream"}, file, field));
   Variant v;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
     return Bad(file, field + ".name", "expected a non-empty string");
   }
   v.name = j["name"].get<std::string>();
   if (!j.contains("nodes")) return Bad(file, field + ".nodes", "missing");
-  KPLACE_ASSIGN_OR_RETURN(v.nodes, Count(j["nodes"], file, field + ".nodes"));
+  if (w.node_groups.size() == 1 && !j["nodes"].is_array()) {
+    KPLACE_ASSIGN_OR_RETURN(v.nodes, Count(j["nodes"], file, field + ".nodes"));
+  } else {
+    KPLACE_ASSIGN_OR_RETURN(v.node_groups, Counts(j["nodes"], w.node_groups.size(), false, file, field + ".nodes", "node group"));
+    int64_t total = 0;
+    for (int32_t c : v.node_groups) total += c;
+    if (total > 10000000) return Bad(file, field + ".nodes", "more than 10000000 nodes in all");
+    v.nodes = static_cast<int32_t>(total);
+  }
   if (!j.contains("measured")) return Bad(file, field + ".measured", "missing");
   KPLACE_ASSIGN_OR_RETURN(v.measured, Count(j["measured"], file, field + ".measured"));
   if (j.contains("init")) {
-    const json& init = j["init"];
-    if (init.is_array()) {
-      if (init.size() != num_init_groups) {
-        return Bad(file, field + ".init", StrCat("expected ", num_init_groups, " counts (one per init group), got ", init.size()));
-      }
-      for (size_t i = 0; i < init.size(); ++i) {
-        KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(init[i], file, StrCat(field, ".init[", i, "]")));
-        v.init.push_back(c);
-      }
-    } else {
-      KPLACE_ASSIGN_OR_RETURN(int32_t c, Count(init, file, field + ".init"));
-      v.init.assign(num_init_groups, c);  // upstream's initPods applies to every createPods op
-    }
-  } else if (num_init_groups > 0) {
+    // A single count applies to every group, as upstream's initPods to every createPods op.
+    KPLACE_ASSIGN_OR_RETURN(v.init, Counts(j["init"], w.init.size(), true, file, field + ".init", "init group"));
+  } else if (!w.init.empty()) {
     return Bad(file, field + ".init", "missing");
+  }
+  if (j.contains("namespaces")) {
+    if (w.namespace_sets.empty()) return Bad(file, field + ".namespaces", "the workload has no namespaceSets");
+    KPLACE_ASSIGN_OR_RETURN(v.namespace_sets, Counts(j["namespaces"], w.namespace_sets.size(), true, file,
+                                                     field + ".namespaces", "namespace set"));
+  } else {
+    for (size_t s = 0; s < w.namespace_sets.size(); ++s) {
+      if (w.namespace_sets[s].count == 0) {
+        return Bad(file, field + ".namespaces", StrCat("missing (namespaceSets[", s, "] has no count)"));
+      }
+      v.namespace_sets.push_back(w.namespace_sets[s].count);
+    }
   }
   if (j.contains("threshold")) {
     if (!j["threshold"].is_number() || j["threshold"].get<double>() < 0) {
@@ -109,7 +347,88 @@ absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, cons
   return v;
 }
 
+// The name node `i` of a group gets: the template's metadata.name (with {{.Index}}), else
+// node-<k> with k counted over all groups.
+std::string NodeName(const NodeGroup& g, int64_t i, int64_t k) {
+  const json& t = g.node_template;
+  if (t.contains("metadata") && t["metadata"].is_object() && t["metadata"].contains("name") &&
+      t["metadata"]["name"].is_string()) {
+    Vars v;
+    v.index = i;
+    return Expand(t["metadata"]["name"].get<std::string>(), v);
+  }
+  return StrCat("node-", k);
+}
+
+// The template as decoded for one node: substituted, named, labelled.
+json NodeObject(const NodeGroup& g, const Vars& v, bool substitute) {
+  json n = substitute ? Substitute(g.node_template, v) : g.node_template;
+  if (n.contains("metadata")) n["metadata"].erase("generateName");  // CheckMeta: an object
+  n["metadata"]["name"] = v.name;
+  n["metadata"]["labels"]["kubernetes.io/hostname"] = v.name;
+  for (const auto& [key, values] : g.labels) n["metadata"]["labels"][key] = values[v.index % values.size()];
+  return n;
+}
+
+json PodObject(const PodGroup& g, const Vars& v, bool substitute) {
+  json pod = substitute ? Substitute(g.pod_template, v) : g.pod_template;
+  if (pod.contains("metadata")) pod["metadata"].erase("generateName");  // CheckMeta: an object
+  pod["metadata"]["name"] = "pod-template";
+  pod["metadata"]["namespace"] = v.namespace_;
+  return pod;
+}
+
+absl::Status DecodeObjects(const std::vector<json>& templates, const Vars& v, const std::string& where, ObjectSet* out) {
+  for (size_t o = 0; o < templates.size(); ++o) {
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(Substitute(templates[o], v), StrCat(where, ".objects[", o, "]"), out));
+  }
+  return absl::OkStatus();
+}
+
+// Decodes every template once (index 0) so that a bad one fails at load, naming its field.
+absl::Status CheckDecodes(const Workload& w, std::string_view file) {
+  ObjectSet scratch;
+  for (size_t g = 0; g < w.node_groups.size(); ++g) {
+    const NodeGroup& group = w.node_groups[g];
+    std::string field = w.node_groups.size() == 1 ? "nodes" : StrCat("nodes[", g, "]");
+    Vars v;
+    v.name = NodeName(group, 0, 0);
+    KPLACE_RETURN_IF_ERROR(DecodeNode(NodeObject(group, v, true), StrCat(file, ": ", field, ".template")).status());
+    KPLACE_RETURN_IF_ERROR(DecodeObjects(group.objects, v, StrCat(file, ": ", field), &scratch));
+  }
+  for (size_t i = 0; i < w.namespaces.size(); ++i) {
+    KPLACE_RETURN_IF_ERROR(DecodeNamespace(w.namespaces[i], StrCat(file, ": namespaces[", i, "]")).status());
+  }
+  for (size_t i = 0; i < w.namespace_sets.size(); ++i) {
+    json ns = w.namespace_sets[i].namespace_template;
+    ns["metadata"]["name"] = StrCat(w.namespace_sets[i].prefix, "-0");
+    KPLACE_RETURN_IF_ERROR(DecodeNamespace(ns, StrCat(file, ": namespaceSets[", i, "].template")).status());
+  }
+  for (size_t i = 0; i < w.objects.size(); ++i) {
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(w.objects[i], StrCat(file, ": objects[", i, "]"), &scratch));
+  }
+  auto check_group = [&](const PodGroup& g, const std::string& field) -> absl::Status {
+    Vars v;
+    v.namespace_ = g.Namespaces().empty() ? g.namespace_ : g.Namespaces()[0];
+    KPLACE_RETURN_IF_ERROR(DecodePod(PodObject(g, v, true), StrCat(file, ": ", field, ".template")).status());
+    return DecodeObjects(g.objects, v, StrCat(file, ": ", field), &scratch);
+  };
+  for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(check_group(w.init[g], StrCat("init[", g, "]")));
+  return check_group(w.measured, "measured");
+}
+
 }  // namespace
+
+std::vector<std::string> PodGroup::Namespaces() const {
+  if (namespace_prefix.empty()) return {namespace_};
+  std::vector<std::string> out;
+  for (int32_t i = 0; i < namespace_count; ++i) out.push_back(StrCat(namespace_prefix, "-", i));
+  return out;
+}
+
+int64_t PodGroup::TotalPods() const {
+  return namespace_prefix.empty() ? count : static_cast<int64_t>(count) * namespace_count;
+}
 
 const Variant* Workload::FindVariant(const std::string& n) const {
   for (const Variant& v : variants) {
@@ -120,48 +439,74 @@ const Variant* Workload::FindVariant(const std::string& n) const {
 
 absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view file) {
   if (!doc.is_object()) return Bad(file, "workload", "expected an object");
+  KPLACE_RETURN_IF_ERROR(KnownFields(doc, {"name", "description", "nodes", "namespaces", "namespaceSets", "objects",
+                                           "init", "measured", "default", "variants"},
+                                     file, ""));
   Workload w;
   if (!doc.contains("name") || !doc["name"].is_string()) return Bad(file, "name", "expected a string");
   w.name = doc["name"].get<std::string>();
   if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"].get<std::string>();
   const bool has_variants = doc.contains("variants");
-  if (!doc.contains("nodes") || !doc["nodes"].is_object()) return Bad(file, "nodes", "expected an object");
+  if (!doc.contains("nodes")) return Bad(file, "nodes", "expected a node group or a list of node groups");
   const json& nodes = doc["nodes"];
-  if (nodes.contains("count")) {
-    KPLACE_ASSIGN_OR_RETURN(w.num_nodes, Count(nodes["count"], file, "nodes.count"));
-  } else if (!has_variants) {
-    return Bad(file, "nodes.count", "missing (and the workload has no variants)");
-  }
-  if (nodes.contains("zones")) {  // shorthand for labels: {topology.kubernetes.io/zone: [...]}
-    KPLACE_ASSIGN_OR_RETURN(auto zones, Strings(nodes["zones"], file, "nodes.zones"));
-    w.node_labels.emplace_back("topology.kubernetes.io/zone", std::move(zones));
-  }
-  if (nodes.contains("labels")) {
-    if (!nodes["labels"].is_object()) return Bad(file, "nodes.labels", "expected a map of label key to a list of values");
-    for (auto it = nodes["labels"].begin(); it != nodes["labels"].end(); ++it) {
-      KPLACE_ASSIGN_OR_RETURN(auto values, Strings(it.value(), file, StrCat("nodes.labels.", it.key())));
-      w.node_labels.emplace_back(it.key(), std::move(values));
+  if (nodes.is_array()) {
+    if (nodes.empty()) return Bad(file, "nodes", "expected at least one node group");
+    for (size_t g = 0; g < nodes.size(); ++g) {
+      KPLACE_ASSIGN_OR_RETURN(NodeGroup group, DecodeNodeGroup(nodes[g], file, StrCat("nodes[", g, "]"), !has_variants));
+      w.node_groups.push_back(std::move(group));
     }
+  } else {
+    KPLACE_ASSIGN_OR_RETURN(NodeGroup group, DecodeNodeGroup(nodes, file, "nodes", !has_variants));
+    w.node_groups.push_back(std::move(group));
   }
-  w.node_template = nodes.contains("template") ? nodes["template"] : json::object();
-  if (!w.node_template.is_object()) return Bad(file, "nodes.template", "expected a Node object");
+  int64_t given_nodes = 0;
+  for (const NodeGroup& g : w.node_groups) given_nodes += g.count;
+  w.num_nodes = static_cast<int32_t>(std::min<int64_t>(given_nodes, 10000000));
   if (doc.contains("namespaces")) {
     if (!doc["namespaces"].is_array()) return Bad(file, "namespaces", "expected a list of Namespace objects");
     for (const json& ns : doc["namespaces"]) w.namespaces.push_back(ns);
   }
+  if (doc.contains("namespaceSets")) {
+    if (!doc["namespaceSets"].is_array()) return Bad(file, "namespaceSets", "expected a list of {prefix, count, template}");
+    for (size_t i = 0; i < doc["namespaceSets"].size(); ++i) {
+      std::string field = StrCat("namespaceSets[", i, "]");
+      KPLACE_ASSIGN_OR_RETURN(NamespaceSet s, DecodeNamespaceSet(doc["namespaceSets"][i], file, field, !has_variants));
+      for (const NamespaceSet& other : w.namespace_sets) {
+        if (other.prefix == s.prefix) return Bad(file, field + ".prefix", StrCat("duplicate \"", s.prefix, "\""));
+      }
+      w.namespace_sets.push_back(std::move(s));
+    }
+  }
+  if (doc.contains("objects")) {
+    KPLACE_ASSIGN_OR_RETURN(w.objects, Objects(doc["objects"], TemplateKind::kFixed, file, "objects"));
+  }
+  // A pod group over a namespace set takes the set's size.
+  auto bind_set = [&](PodGroup& g, const std::string& field) -> absl::Status {
+    if (g.namespace_prefix.empty()) return absl::OkStatus();
+    for (const NamespaceSet& s : w.namespace_sets) {
+      if (s.prefix == g.namespace_prefix) {
+        g.namespace_count = s.count;
+        return absl::OkStatus();
+      }
+    }
+    return Bad(file, field + ".namespacePrefix", StrCat("no namespaceSets entry has prefix \"", g.namespace_prefix, "\""));
+  };
   if (doc.contains("init")) {
     if (!doc["init"].is_array()) return Bad(file, "init", "expected a list");
     for (size_t i = 0; i < doc["init"].size(); ++i) {
-      KPLACE_ASSIGN_OR_RETURN(PodGroup g, DecodeGroup(doc["init"][i], file, StrCat("init[", i, "]"), !has_variants));
+      std::string field = StrCat("init[", i, "]");
+      KPLACE_ASSIGN_OR_RETURN(PodGroup g, DecodeGroup(doc["init"][i], file, field, !has_variants));
+      KPLACE_RETURN_IF_ERROR(bind_set(g, field));
       w.init.push_back(std::move(g));
     }
   }
   if (!doc.contains("measured")) return Bad(file, "measured", "missing");
   KPLACE_ASSIGN_OR_RETURN(w.measured, DecodeGroup(doc["measured"], file, "measured", !has_variants));
+  KPLACE_RETURN_IF_ERROR(bind_set(w.measured, "measured"));
   if (has_variants) {
     if (!doc["variants"].is_array() || doc["variants"].empty()) return Bad(file, "variants", "expected a non-empty list");
     for (size_t i = 0; i < doc["variants"].size(); ++i) {
-      KPLACE_ASSIGN_OR_RETURN(Variant v, DecodeVariant(doc["variants"][i], file, StrCat("variants[", i, "]"), w.init.size()));
+      KPLACE_ASSIGN_OR_RETURN(Variant v, DecodeVariant(doc["variants"][i], file, StrCat("variants[", i, "]"), w));
       if (w.FindVariant(v.name)) return Bad(file, StrCat("variants[", i, "].name"), StrCat("duplicate \"", v.name, "\""));
       w.variants.push_back(std::move(v));
     }
@@ -171,14 +516,15 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
       def = doc["default"].get<std::string>();
     }
     if (absl::Status s = ApplyVariant(w, def); !s.ok()) return Bad(file, "default", std::string(s.message()));
-    // nodes.count and group counts, when given, must agree with the default variant.
-    if (nodes.contains("count") && nodes["count"].get<int64_t>() != w.num_nodes) {
-      return Bad(file, "nodes.count", StrCat("is ", nodes["count"].dump(), " but the default variant \"", def,
-                                             "\" has ", w.num_nodes, " nodes"));
+    // Node counts, when given, must agree with the default variant.
+    if (given_nodes > 0 && given_nodes != w.num_nodes) {
+      return Bad(file, "nodes.count", StrCat("is ", given_nodes, " but the default variant \"", def, "\" has ",
+                                             w.num_nodes, " nodes"));
     }
   } else {
     NameVariant(w);
   }
+  KPLACE_RETURN_IF_ERROR(CheckDecodes(w, file));
   return w;
 }
 
@@ -191,8 +537,22 @@ absl::Status ApplyVariant(Workload& w, const std::string& name) {
                                       names.empty() ? "none" : names, ")"));
   }
   w.num_nodes = v->nodes;
+  if (v->node_groups.empty()) {
+    if (w.node_groups.size() == 1) w.node_groups[0].count = v->nodes;
+  } else {
+    for (size_t g = 0; g < w.node_groups.size() && g < v->node_groups.size(); ++g) w.node_groups[g].count = v->node_groups[g];
+  }
   for (size_t g = 0; g < w.init.size() && g < v->init.size(); ++g) w.init[g].count = v->init[g];
   w.measured.count = v->measured;
+  for (size_t s = 0; s < w.namespace_sets.size() && s < v->namespace_sets.size(); ++s) {
+    NamespaceSet& set = w.namespace_sets[s];
+    set.count = v->namespace_sets[s];
+    auto follow = [&](PodGroup& g) {
+      if (g.namespace_prefix == set.prefix) g.namespace_count = set.count;
+    };
+    for (PodGroup& g : w.init) follow(g);
+    follow(w.measured);
+  }
   w.variant = v->name;
   return absl::OkStatus();
 }
@@ -207,17 +567,56 @@ bool SelectNodes(Workload& w, int32_t nodes) {
 }
 
 void NameVariant(Workload& w) {
+  const std::vector<int32_t> groups = NodeGroupCounts(w);
   for (const Variant& v : w.variants) {
-    bool same = v.nodes == w.num_nodes && v.measured == w.measured.count && v.init.size() == w.init.size();
+    bool same = v.nodes == w.num_nodes && v.measured == w.measured.count && v.init.size() == w.init.size() &&
+                (v.node_groups.empty() || v.node_groups == groups);
     for (size_t g = 0; same && g < w.init.size(); ++g) same = v.init[g] == w.init[g].count;
+    for (size_t s = 0; same && s < w.namespace_sets.size() && s < v.namespace_sets.size(); ++s) {
+      same = v.namespace_sets[s] == w.namespace_sets[s].count;
+    }
     if (same) {
       w.variant = v.name;
       return;
     }
   }
   int64_t init = 0;
-  for (const PodGroup& g : w.init) init += g.count;
-  w.variant = StrCat(w.num_nodes, "Nodes_", init, "Init_", w.measured.count, "Pods");
+  for (const PodGroup& g : w.init) init += g.TotalPods();
+  w.variant = StrCat(w.num_nodes, "Nodes_", init, "Init_", w.measured.TotalPods(), "Pods");
+}
+
+std::vector<int32_t> NodeGroupCounts(const Workload& w) {
+  std::vector<int32_t> out;
+  int64_t sum = 0;
+  for (const NodeGroup& g : w.node_groups) {
+    out.push_back(g.count);
+    sum += g.count;
+  }
+  if (sum == w.num_nodes || out.empty()) return out;
+  if (sum == 0) {  // nothing to scale: all nodes go to the first group
+    out[0] = w.num_nodes;
+    return out;
+  }
+  // Largest remainders over the current proportions; then every non-empty group gets at
+  // least one node, taken from the largest group, while there are enough nodes.
+  std::vector<std::pair<int64_t, size_t>> rest;  // remainder, group
+  int64_t given = 0;
+  for (size_t g = 0; g < out.size(); ++g) {
+    int64_t share = static_cast<int64_t>(w.node_groups[g].count) * w.num_nodes;
+    out[g] = static_cast<int32_t>(share / sum);
+    given += out[g];
+    rest.emplace_back(share % sum, g);
+  }
+  std::stable_sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t r = 0; given < w.num_nodes; ++r, ++given) ++out[rest[r % rest.size()].second];
+  for (size_t g = 0; g < out.size(); ++g) {
+    if (w.node_groups[g].count == 0 || out[g] > 0) continue;
+    size_t largest = static_cast<size_t>(std::max_element(out.begin(), out.end()) - out.begin());
+    if (out[largest] <= 1) break;
+    --out[largest];
+    ++out[g];
+  }
+  return out;
 }
 
 std::vector<std::string> BuiltinWorkloads() {
@@ -258,43 +657,112 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
   ObjectSet out;
   out.nodes.reserve(w.num_nodes);
-  // Decode the template once and stamp names and labels: decoding 50,000 copies would
-  // dominate set-up. Label values that vary are stamped as strings, as the decoder keeps them.
-  json tmpl = w.node_template;
-  tmpl["metadata"]["name"] = "node-template";
-  tmpl["metadata"]["labels"]["kubernetes.io/hostname"] = "node-template";
-  for (const auto& [key, values] : w.node_labels) tmpl["metadata"]["labels"][key] = values[0];
-  KPLACE_ASSIGN_OR_RETURN(Node base, DecodeNode(tmpl, StrCat("workload ", w.name, " node template")));
-  for (int32_t i = 0; i < w.num_nodes; ++i) {
-    Node n = base;
-    std::string name = StrCat("node-", i);
-    n.meta.name = name;
-    n.meta.labels["kubernetes.io/hostname"] = name;
-    for (const auto& [key, values] : w.node_labels) n.meta.labels[key] = values[i % values.size()];
-    out.nodes.push_back(std::move(n));
+  const std::vector<int32_t> counts = NodeGroupCounts(w);
+  std::unordered_set<std::string> names;
+  int64_t k = 0;  // node index over all groups
+  for (size_t g = 0; g < w.node_groups.size(); ++g) {
+    const NodeGroup& group = w.node_groups[g];
+    const std::string where = StrCat("workload ", w.name, " node group ", g);
+    // Decode a template without variables once and stamp names and labels: decoding
+    // 50,000 copies would dominate set-up. Label values that vary are stamped as strings,
+    // as the decoder keeps them.
+    const bool per_node = HasVariables(group.node_template);
+    std::optional<Node> base;
+    if (!per_node && counts[g] > 0) {
+      Vars v;
+      v.name = "node-template";
+      KPLACE_ASSIGN_OR_RETURN(base, DecodeNode(NodeObject(group, v, false), where));
+    }
+    for (int32_t i = 0; i < counts[g]; ++i, ++k) {
+      Vars v;
+      v.index = i;
+      v.name = NodeName(group, i, k);
+      if (!names.insert(v.name).second) {
+        return absl::InvalidArgumentError(StrCat(where, ": node name \"", v.name,
+                                                 "\" repeats (a named template with more than one node needs {{.Index}})"));
+      }
+      if (per_node) {
+        KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(NodeObject(group, v, true), where));
+        out.nodes.push_back(std::move(n));
+      } else {
+        Node n = *base;
+        n.meta.name = v.name;
+        n.meta.labels["kubernetes.io/hostname"] = v.name;
+        for (const auto& [key, values] : group.labels) n.meta.labels[key] = values[i % values.size()];
+        out.nodes.push_back(std::move(n));
+      }
+      KPLACE_RETURN_IF_ERROR(DecodeObjects(group.objects, v, where, &out));
+    }
   }
   for (const json& ns : w.namespaces) {
     KPLACE_ASSIGN_OR_RETURN(Namespace n, DecodeNamespace(ns, StrCat("workload ", w.name)));
     out.namespaces.push_back(std::move(n));
   }
+  for (const NamespaceSet& s : w.namespace_sets) {
+    for (int32_t i = 0; i < s.count; ++i) {
+      json ns = s.namespace_template;
+      ns["metadata"]["name"] = StrCat(s.prefix, "-", i);
+      KPLACE_ASSIGN_OR_RETURN(Namespace n, DecodeNamespace(ns, StrCat("workload ", w.name, " namespace set ", s.prefix)));
+      out.namespaces.push_back(std::move(n));
+    }
+  }
+  for (size_t i = 0; i < w.objects.size(); ++i) {
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(w.objects[i], StrCat("workload ", w.name, " objects[", i, "]"), &out));
+  }
+  // Per-pod objects of every group, init and measured: they exist before their pod is
+  // scheduled, as scheduler_perf creates a pod's PV and PVC before the pod.
+  auto group_objects = [&](const PodGroup& g, const std::string& field) -> absl::Status {
+    if (!g.namespace_prefix.empty()) {
+      for (const NamespaceSet& s : w.namespace_sets) {
+        if (s.prefix == g.namespace_prefix && s.count != g.namespace_count) {
+          return absl::InvalidArgumentError(StrCat("workload ", w.name, " ", field, ": runs over ", g.namespace_count,
+                                                   " namespaces of ", s.prefix, " but the set has ", s.count));
+        }
+      }
+    }
+    if (g.objects.empty()) return absl::OkStatus();
+    for (const std::string& ns : g.Namespaces()) {
+      for (int32_t i = 0; i < g.count; ++i) {
+        Vars v;
+        v.index = i;
+        v.namespace_ = ns;
+        KPLACE_RETURN_IF_ERROR(DecodeObjects(g.objects, v, StrCat("workload ", w.name, " ", field), &out));
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(group_objects(w.init[g], StrCat("init[", g, "]")));
+  KPLACE_RETURN_IF_ERROR(group_objects(w.measured, "measured"));
   return out;
 }
 
 absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::string& prefix, int64_t first_creation) {
   std::vector<Pod> out;
-  out.reserve(group.count);
-  // Decode the template once and stamp names: decoding 50,000 copies would dominate.
-  json pod = group.pod_template;
-  pod["metadata"].erase("generateName");
-  pod["metadata"]["name"] = prefix;
-  pod["metadata"]["namespace"] = group.namespace_;
-  KPLACE_ASSIGN_OR_RETURN(Pod base, DecodePod(pod, "workload template"));
-  for (int32_t i = 0; i < group.count; ++i) {
-    Pod p = base;
-    p.meta.name = StrCat(prefix, "-", i);
-    p.meta.uid = StrCat(prefix, "-uid-", i);
-    p.meta.creation_unix = base.meta.creation_unix + first_creation + i;
-    out.push_back(std::move(p));
+  out.reserve(group.TotalPods());
+  const bool per_pod = HasVariables(group.pod_template);
+  int64_t k = 0;  // pod index over the group
+  for (const std::string& ns : group.Namespaces()) {
+    // Without variables, decode the template once per namespace and stamp names: decoding
+    // 50,000 copies would dominate.
+    Vars v;
+    v.namespace_ = ns;
+    std::optional<Pod> base;
+    if (!per_pod && group.count > 0) {
+      KPLACE_ASSIGN_OR_RETURN(base, DecodePod(PodObject(group, v, false), "workload template"));
+    }
+    for (int32_t i = 0; i < group.count; ++i, ++k) {
+      Pod p;
+      if (per_pod) {
+        v.index = i;
+        KPLACE_ASSIGN_OR_RETURN(p, DecodePod(PodObject(group, v, true), StrCat("workload template (", ns, " #", i, ")")));
+      } else {
+        p = *base;
+      }
+      p.meta.name = StrCat(prefix, "-", k);
+      p.meta.uid = StrCat(prefix, "-uid-", k);
+      p.meta.creation_unix += first_creation + k;
+      out.push_back(std::move(p));
+    }
   }
   return out;
 }

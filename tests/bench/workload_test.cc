@@ -4,20 +4,50 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "kplace/bench/runner.h"
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/storage.h"
 
 namespace kplace::bench {
 namespace {
 
 const std::vector<std::string> kUpstreamWorkloads = {
-    "SchedulingBasic",           "SchedulingPodAntiAffinity", "SchedulingPodAffinity",
-    "SchedulingPreferredPodAffinity", "SchedulingPreferredPodAntiAffinity", "SchedulingNodeAffinity",
-    "TopologySpreading",         "PreferredTopologySpreading", "MixedSchedulingBasePod"};
+    "SchedulingBasic",
+    "SchedulingPodAntiAffinity",
+    "SchedulingPodMatchingAntiAffinity",
+    "SchedulingPodAffinity",
+    "SchedulingPreferredPodAffinity",
+    "SchedulingPreferredPodAntiAffinity",
+    "SchedulingNodeAffinity",
+    "MixedSchedulingBasePod",
+    "SchedulingRequiredPodAntiAffinityWithNSSelector",
+    "SchedulingPreferredAntiAffinityWithNSSelector",
+    "SchedulingRequiredPodAffinityWithNSSelector",
+    "SchedulingPreferredAffinityWithNSSelector",
+    "TopologySpreading",
+    "PreferredTopologySpreading",
+    "DefaultTopologySpreading",
+    "SchedulingWithNodeInclusionPolicy",
+    "SchedulingWithExtendedResource",
+    "SchedulingDaemonset",
+    "SchedulingCSIPVs",
+    "SchedulingInTreePVs",
+    "SchedulingMigratedInTreePVs",
+    "SchedulingSecrets"};
+
+// Nodes beyond the size a variant is named for: SchedulingDaemonset adds its named node.
+int32_t ExtraNodes(const std::string& workload) { return workload == "SchedulingDaemonset" ? 1 : 0; }
 
 TEST(WorkloadTest, EveryUpstreamWorkloadIsBuiltIn) {
   std::vector<std::string> names = BuiltinWorkloads();
@@ -32,18 +62,21 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->name, n);
-    EXPECT_EQ(w->variant, "5000Nodes");  // the default file size
-    EXPECT_EQ(w->num_nodes, 5000);
+    // The default file size: 5000Nodes, or upstream's only 5000-node name.
+    EXPECT_EQ(w->variant, n == "SchedulingWithExtendedResource" ? "5000pods_5000nodes" : "5000Nodes");
+    EXPECT_EQ(w->num_nodes, 5000 + ExtraNodes(n));
     EXPECT_GT(w->measured.count, 0);
-    for (const char* v : {"500Nodes", "5000Nodes", "15000Nodes"}) EXPECT_NE(w->FindVariant(v), nullptr) << v;
     bool has_threshold = false;
     for (const Variant& v : w->variants) has_threshold |= v.threshold.has_value();
     EXPECT_TRUE(has_threshold) << "every workload here has an upstream CI floor";
-    // --nodes 500 picks the 500Nodes variant.
-    Workload small = *w;
-    EXPECT_TRUE(SelectNodes(small, 500));
-    EXPECT_EQ(small.variant, "500Nodes");
-    EXPECT_EQ(small.num_nodes, 500);
+    // --nodes 500 / 15000 pick a variant of that size ("<N>Nodes" where there is one).
+    for (int32_t nodes : {500, 15000}) {
+      if (nodes == 15000 && n == "SchedulingWithExtendedResource") continue;  // see its file
+      Workload sized = *w;
+      EXPECT_TRUE(SelectNodes(sized, nodes)) << nodes;
+      if (n != "SchedulingWithExtendedResource") EXPECT_EQ(sized.variant, StrCat(nodes, "Nodes"));
+      EXPECT_EQ(sized.num_nodes, nodes + ExtraNodes(n));
+    }
   }
 }
 
@@ -117,6 +150,67 @@ TEST(WorkloadTest, BadDocumentsNameTheField) {
   EXPECT_EQ(bad_labels.status().message(), "w.yaml: nodes.labels.zone: expected at least one value");
 }
 
+TEST(WorkloadTest, BadExtensionsNameTheField) {
+  auto parse = [](const std::string& yaml) {
+    auto docs = ParseDocuments(yaml, "w.yaml");
+    EXPECT_TRUE(docs.ok()) << docs.status();
+    return DecodeWorkloadSpec((*docs)[0], "w.yaml");
+  };
+  const std::string pod = "measured: {count: 1, template: {}}\n";
+  EXPECT_EQ(parse("name: x\nnodes: {count: 1}\n" + pod + "extra: 1\n").status().message(),
+            "w.yaml: extra: unknown field");
+  EXPECT_EQ(parse("name: x\nnodes: [{count: 1, tmpl: {}}]\n" + pod).status().message(),
+            "w.yaml: nodes[0].tmpl: unknown field");
+  // Template variables are checked where they are used.
+  EXPECT_EQ(parse("name: x\nnodes: {count: 1, template: {metadata: {labels: {a: '{{.Namespace}}'}}}}\n" + pod)
+                .status()
+                .message(),
+            "w.yaml: nodes.template.metadata.labels.a: unknown template variable {{.Namespace}} (this template "
+            "may use {{.Index}} and {{.Name}})");
+  EXPECT_EQ(parse("name: x\nnodes: {count: 1}\nmeasured: {count: 1, template: {}, objects: [{kind: PersistentVolume, "
+                  "metadata: {name: 'v-{{.Idx}}'}}]}\n")
+                .status()
+                .message(),
+            "w.yaml: measured.objects[0].metadata.name: unknown template variable {{.Idx}} (this template may use "
+            "{{.Index}} and {{.Namespace}})");
+  // Node groups take a list of counts; namespace sets must exist.
+  auto groups = parse(
+      "name: x\nnodes: [{template: {}}, {template: {}}]\nmeasured: {template: {}}\n"
+      "variants: [{name: a, nodes: 5, measured: 1}]\n");
+  EXPECT_EQ(groups.status().message(), "w.yaml: variants[0].nodes: expected a list of 2 counts (one per node group)");
+  auto no_set = parse("name: x\nnodes: {count: 1}\nmeasured: {count: 1, namespacePrefix: ns, template: {}}\n");
+  EXPECT_EQ(no_set.status().message(), "w.yaml: measured.namespacePrefix: no namespaceSets entry has prefix \"ns\"");
+  // Objects and templates are decoded at load: errors name the field and the object.
+  auto bad_object = parse("name: x\nnodes: {count: 1}\n" + pod + "objects: [{kind: Gadget, metadata: {name: g}}]\n");
+  ASSERT_FALSE(bad_object.ok());
+  EXPECT_NE(bad_object.status().message().find("w.yaml: objects[0]"), std::string::npos) << bad_object.status();
+  EXPECT_NE(bad_object.status().message().find("unsupported kind \"Gadget\""), std::string::npos) << bad_object.status();
+  auto bad_quantity = parse("name: x\nnodes: {count: 1, template: {status: {capacity: {cpu: lots}}}}\n" + pod);
+  ASSERT_FALSE(bad_quantity.ok());
+  EXPECT_NE(bad_quantity.status().message().find("w.yaml: nodes.template"), std::string::npos) << bad_quantity.status();
+  EXPECT_NE(bad_quantity.status().message().find("status.capacity.cpu"), std::string::npos) << bad_quantity.status();
+  // A named node template with several nodes needs {{.Index}}.
+  auto named = parse("name: x\nnodes: {count: 2, template: {metadata: {name: n}}}\n" + pod);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(BuildCluster(*named).status().message(),
+            "workload x node group 0: node name \"n\" repeats (a named template with more than one node needs "
+            "{{.Index}})");
+}
+
+TEST(WorkloadTest, NodeGroupsScaleWithTheNodeCount) {
+  auto w = LoadWorkload("SchedulingWithNodeInclusionPolicy");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(NodeGroupCounts(*w), (std::vector<int32_t>{4000, 1000}));
+  w->num_nodes = 50;  // --nodes 50: no such variant, the groups keep their proportions
+  EXPECT_EQ(NodeGroupCounts(*w), (std::vector<int32_t>{40, 10}));
+  w->num_nodes = 7;
+  EXPECT_EQ(NodeGroupCounts(*w), (std::vector<int32_t>{6, 1}));
+  auto d = LoadWorkload("SchedulingDaemonset");
+  ASSERT_TRUE(d.ok());
+  d->num_nodes = 50;  // the named node stays
+  EXPECT_EQ(NodeGroupCounts(*d), (std::vector<int32_t>{1, 49}));
+}
+
 // Every built-in workload, tiny: engine and reference placements must be identical.
 TEST(WorkloadTest, TinyRunsAreIdenticalOnEngineAndReference) {
   for (const std::string& n : BuiltinWorkloads()) {
@@ -126,6 +220,9 @@ TEST(WorkloadTest, TinyRunsAreIdenticalOnEngineAndReference) {
     w->num_nodes = 50;
     for (PodGroup& g : w->init) g.count = 20;
     w->measured.count = 20;
+    // One namespace per namespace set, so each init group holds 20 pods.
+    for (NamespaceSet& s : w->namespace_sets) s.count = 1;
+    for (PodGroup& g : w->init) g.namespace_count = 1;
     NameVariant(*w);
     BenchOptions options;
     auto r = RunWorkload(*w, options);
@@ -202,6 +299,428 @@ TEST(WorkloadTest, SweepClusterAndTinySweepAgree) {
   EXPECT_EQ(points->size(), 2u * 5u * 2u);  // existing x kinds x sides
   std::string csv = SweepCsv(*points);
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "kind,side,nodes,existing,pods,mean_ms,p50_ms,first_ms,max_ms,setup_s,note");
+}
+
+// ---- the workloads added with node groups, namespace sets, objects and templates ----------
+
+// RunWorkload on tiny sizes: engine and reference must agree on every measured pod.
+BenchResult RunSmall(const Workload& w) {
+  BenchResult out;
+  auto r = RunWorkload(w, BenchOptions());
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok()) return out;
+  EXPECT_EQ(r->compared, w.measured.TotalPods());
+  EXPECT_EQ(r->mismatches, 0) << r->first_mismatch;
+  EXPECT_EQ(r->engine.scheduled, r->reference.scheduled);
+  return *r;
+}
+
+// The placements behind RunWorkload's counts: init groups placed in order, then the
+// measured pods, on one side (RunWorkload reports counts only).
+struct Placed {
+  ObjectSet cluster;  // init pods bound
+  std::vector<cycle::Placement> measured;  // queue order
+};
+
+absl::StatusOr<Placed> Place(const Workload& w, bool reference, bool explain = false) {
+  Placed out;
+  KPLACE_ASSIGN_OR_RETURN(out.cluster, BuildCluster(w));
+  cycle::Options options;
+  options.reference = reference;
+  options.explain = explain;
+  const SchedulerConfig config = DefaultSchedulerConfig();
+  int64_t creation = 0;
+  for (size_t g = 0; g < w.init.size(); ++g) {
+    KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> pods, BuildPods(w.init[g], StrCat("init", g), creation));
+    creation += static_cast<int64_t>(pods.size());
+    KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(out.cluster, config, options));
+    std::vector<cycle::Placement> placed = scheduler->ScheduleAll(pods);
+    std::vector<size_t> order = cycle::QueueOrder(pods);
+    scheduler.reset();
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (placed[k].node.empty()) continue;
+      Pod p = pods[order[k]];
+      p.node_name = placed[k].node;
+      out.cluster.pods.push_back(std::move(p));
+    }
+  }
+  KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> measured, BuildPods(w.measured, "pod", creation));
+  KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(out.cluster, config, options));
+  out.measured = scheduler->ScheduleAll(measured);
+  return out;
+}
+
+std::set<std::string> NodesWithPods(const ObjectSet& cluster) {
+  std::set<std::string> out;
+  for (const Pod& p : cluster.pods) out.insert(p.node_name);
+  return out;
+}
+
+// The named plugin's raw score per node of one explained cycle.
+std::map<std::string, int64_t> RawScores(const cycle::Placement& p, const std::string& plugin) {
+  std::map<std::string, int64_t> out;
+  if (!p.explanation) return out;
+  const auto& names = p.explanation->score_plugins;
+  size_t i = std::find(names.begin(), names.end(), plugin) - names.begin();
+  if (i == names.size() || p.explanation->score_skipped[i]) return out;
+  for (const cycle::NodeExplanation& n : p.explanation->nodes) {
+    if (n.scored) out[n.node] = n.raw[i];
+  }
+  return out;
+}
+
+// A NSSelector workload at test size: `nodes` nodes, `namespaces` x `per_namespace` init
+// pods, `measured` measured pods.
+Workload SmallNsWorkload(const std::string& name, int32_t nodes, int32_t namespaces, int32_t per_namespace,
+                         int32_t measured) {
+  auto w = LoadWorkload(name);
+  EXPECT_TRUE(w.ok()) << w.status();
+  ApplyVariant(*w, "500Nodes").IgnoreError();  // sizes the namespace set
+  w->num_nodes = nodes;
+  w->namespace_sets[0].count = namespaces;
+  w->init[0].namespace_count = namespaces;
+  w->init[0].count = per_namespace;
+  w->measured.count = measured;
+  NameVariant(*w);
+  return *w;
+}
+
+// The same workload with no namespace labelled: the namespaceSelector matches nothing.
+Workload WithoutNamespaceLabels(Workload w) {
+  w.namespace_sets[0].namespace_template["metadata"].erase("labels");
+  for (auto& ns : w.namespaces) ns["metadata"].erase("labels");
+  return w;
+}
+
+TEST(WorkloadTest, PodMatchingAntiAffinityHasUpstreamShape) {
+  auto matching = LoadWorkload("SchedulingPodMatchingAntiAffinity");
+  ASSERT_TRUE(matching.ok()) << matching.status();
+  EXPECT_EQ(matching->init[0].count, 1000);
+  ASSERT_TRUE(matching->init[0].pod_template["spec"].contains("affinity"));
+  EXPECT_FALSE(matching->measured.pod_template["spec"].contains("affinity"));  // only the label
+  EXPECT_EQ(matching->measured.pod_template["metadata"]["labels"]["color"], "green");
+  EXPECT_EQ(*matching->FindVariant("5000Nodes_5000Pods")->threshold, 595);
+  EXPECT_EQ(*matching->FindVariant("5000Nodes_5000Pods_QueueingHintsEnabled")->threshold, 543);
+  EXPECT_FALSE(matching->FindVariant("5000Nodes")->upstream);
+}
+
+TEST(WorkloadTest, NsSelectorWorkloadsHaveUpstreamShapes) {
+  // 100 labelled init namespaces x 40 or 50 pods, a labelled measured namespace.
+  for (const auto& [name, per_ns, threshold_variant, threshold] :
+       std::vector<std::tuple<std::string, int32_t, std::string, double>>{
+           {"SchedulingRequiredPodAntiAffinityWithNSSelector", 40, "5000Nodes_2000Pods", 24},
+           {"SchedulingPreferredAntiAffinityWithNSSelector", 40, "5000Nodes_2000Pods", 55},
+           {"SchedulingRequiredPodAffinityWithNSSelector", 50, "5000Nodes_2000Pods", 35},
+           {"SchedulingPreferredAffinityWithNSSelector", 50, "5000Nodes_5000Pods", 90}}) {
+    SCOPED_TRACE(name);
+    auto w = LoadWorkload(name);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_EQ(w->namespace_sets.size(), 1u);
+    EXPECT_EQ(w->namespace_sets[0].prefix, "init-ns");
+    EXPECT_EQ(w->namespace_sets[0].count, 100);
+    EXPECT_EQ(w->init[0].count, per_ns);
+    EXPECT_EQ(w->init[0].TotalPods(), 100 * per_ns);
+    EXPECT_EQ(w->init[0].Namespaces()[99], "init-ns-99");
+    EXPECT_EQ(w->measured.namespace_, "measure-ns-0");
+    EXPECT_EQ(w->measured.count, 1000);
+    EXPECT_EQ(*w->FindVariant(threshold_variant)->threshold, threshold);
+    auto c = BuildCluster(*w);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_EQ(c->namespaces.size(), 101u);
+    for (const Namespace& ns : c->namespaces) EXPECT_EQ(ns.meta.labels.at("team"), "devops") << ns.meta.name;
+    auto pods = BuildPods(w->init[0], "init0");
+    ASSERT_TRUE(pods.ok());
+    ASSERT_EQ(pods->size(), 100u * per_ns);
+    EXPECT_EQ((*pods)[per_ns].meta.namespace_, "init-ns-1");  // namespaces in order
+    EXPECT_EQ((*pods)[per_ns].meta.creation_unix, per_ns);
+    ASSERT_TRUE(ApplyVariant(*w, "500Nodes").ok());
+    EXPECT_EQ(w->init[0].TotalPods(), 10 * 4);
+  }
+  auto required = LoadWorkload("SchedulingRequiredPodAntiAffinityWithNSSelector");
+  ASSERT_TRUE(required.ok());
+  EXPECT_EQ(required->FindVariant("5000Nodes_2000Pods")->nodes, 6000);  // upstream's size, sic
+}
+
+TEST(WorkloadTest, NodeGroupAndObjectWorkloadsHaveUpstreamShapes) {
+  auto dts = LoadWorkload("DefaultTopologySpreading");
+  ASSERT_TRUE(dts.ok()) << dts.status();
+  EXPECT_EQ(dts->measured.namespace_, "service-ns");
+  EXPECT_EQ(*dts->FindVariant("5000Nodes_50000Pods")->threshold, 160);
+  dts->num_nodes = 6;
+  auto dc = BuildCluster(*dts);
+  ASSERT_TRUE(dc.ok()) << dc.status();
+  ASSERT_EQ(dc->workloads.size(), 1u);
+  EXPECT_EQ(dc->workloads[0].kind, "Service");
+  EXPECT_EQ(dc->workloads[0].meta.namespace_, "service-ns");
+  EXPECT_EQ(dc->workloads[0].selector->match_labels.at("app"), "scheduler-perf");
+
+  auto inclusion = LoadWorkload("SchedulingWithNodeInclusionPolicy");
+  ASSERT_TRUE(inclusion.ok()) << inclusion.status();
+  EXPECT_EQ(*inclusion->FindVariant("5000Nodes")->threshold, 270);
+  auto ic = BuildCluster(*inclusion);
+  ASSERT_TRUE(ic.ok()) << ic.status();
+  ASSERT_EQ(ic->nodes.size(), 5000u);
+  EXPECT_TRUE(ic->nodes[3999].taints.empty());
+  ASSERT_EQ(ic->nodes[4000].taints.size(), 1u);
+  EXPECT_EQ(ic->nodes[4000].meta.name, "node-4000");
+  EXPECT_EQ(ic->nodes[4999].taints[0].key, "foo");
+
+  auto extended = LoadWorkload("SchedulingWithExtendedResource");
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(*extended->FindVariant("5000pods_5000nodes")->threshold, 180);
+  ASSERT_TRUE(ApplyVariant(*extended, "500pods_500nodes").ok());
+  auto ec = BuildCluster(*extended);
+  ASSERT_TRUE(ec.ok()) << ec.status();
+  ASSERT_EQ(ec->nodes.size(), 500u);
+  EXPECT_EQ(ec->nodes[7].allocatable.at("foo.com/bar-7").Value(), 1);
+  EXPECT_EQ(ec->nodes[7].allocatable.count("foo.com/bar-8"), 0u);
+  EXPECT_EQ(ec->nodes[7].meta.labels.at("node-with-extended-resource"), "true");
+  auto ep = BuildPods(extended->measured, "pod");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ((*ep)[7].containers[0].requests.at("foo.com/bar-7").Value(), 1);
+  EXPECT_EQ((*ep)[7].meta.name, "pod-7");
+
+  auto daemonset = LoadWorkload("SchedulingDaemonset");
+  ASSERT_TRUE(daemonset.ok()) << daemonset.status();
+  EXPECT_EQ(daemonset->FindVariant("15000Nodes")->node_groups, (std::vector<int32_t>{1, 15000}));
+  EXPECT_EQ(*daemonset->FindVariant("15000Nodes")->threshold, 1100);
+  auto ds = BuildCluster(*daemonset);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  ASSERT_EQ(ds->nodes.size(), 5001u);
+  EXPECT_EQ(ds->nodes[0].meta.name, "scheduler-perf-node");
+  EXPECT_EQ(ds->nodes[0].allocatable.at("pods").Value(), 90000);
+  EXPECT_EQ(ds->nodes[1].meta.name, "node-1");
+}
+
+TEST(WorkloadTest, VolumeWorkloadsHaveBoundClaimsPerPod) {
+  // Per pod a PV and a PVC bound to each other; CSINodes where upstream has them.
+  for (const auto& [name, csi_nodes, threshold_variant, threshold] :
+       std::vector<std::tuple<std::string, size_t, std::string, double>>{
+           {"SchedulingCSIPVs", 500, "5000Nodes_5000Pods", 100},
+           {"SchedulingMigratedInTreePVs", 500, "5000Nodes_5000Pods", 100},
+           {"SchedulingInTreePVs", 0, "5000Nodes_2000Pods", 290}}) {
+    SCOPED_TRACE(name);
+    auto w = LoadWorkload(name);
+    ASSERT_TRUE(w.ok()) << w.status();
+    EXPECT_EQ(*w->FindVariant(threshold_variant)->threshold, threshold);
+    ASSERT_TRUE(ApplyVariant(*w, "500Nodes").ok());  // 500 init, 1000 measured
+    auto c = BuildCluster(*w);
+    ASSERT_TRUE(c.ok()) << c.status();
+    StorageObjects storage;
+    std::string error;
+    ASSERT_TRUE(DecodeStorageObjects(c->storage, &storage, &error)) << error;
+    EXPECT_EQ(storage.pvs.size(), 1500u);
+    EXPECT_EQ(storage.pvcs.size(), 1500u);
+    EXPECT_EQ(storage.csi_nodes.size(), csi_nodes);
+    for (const auto& [ns, i] : std::vector<std::pair<std::string, int>>{{"namespace-1", 499}, {"namespace-2", 7}}) {
+      const PersistentVolumeClaim* pvc = storage.FindPvc(ns, StrCat("pvc-", i));
+      ASSERT_NE(pvc, nullptr);
+      EXPECT_EQ(pvc->volume_name, StrCat(ns, "-vol-", i));
+      EXPECT_EQ(pvc->phase, "Bound");
+      const PersistentVolume* pv = storage.FindPv(pvc->volume_name);
+      ASSERT_NE(pv, nullptr);
+      ASSERT_TRUE(pv->claim_ref.has_value());
+      EXPECT_EQ(pv->claim_ref->namespace_, ns);
+      EXPECT_EQ(pv->claim_ref->name, StrCat("pvc-", i));
+      EXPECT_EQ(pv->phase, "Bound");
+      if (name == "SchedulingCSIPVs") {
+        EXPECT_EQ(pv->source.csi_driver, "ebs.csi.aws.com");
+        EXPECT_EQ(pv->source.csi_volume_handle, pvc->volume_name);
+      } else {
+        EXPECT_EQ(pv->source.kind, "awsElasticBlockStore");
+        EXPECT_EQ(pv->source.volume_id, StrCat("vol-", i));
+      }
+    }
+    if (csi_nodes > 0) {
+      const CSINode* n = storage.FindCsiNode("node-17");
+      ASSERT_NE(n, nullptr);
+      ASSERT_EQ(n->drivers.size(), 1u);
+      EXPECT_EQ(n->drivers[0].name, "ebs.csi.aws.com");
+      EXPECT_EQ(n->drivers[0].allocatable_count, 39);
+    }
+    auto pods = BuildPods(w->measured, "pod");
+    ASSERT_TRUE(pods.ok()) << pods.status();
+    ASSERT_EQ((*pods)[7].volumes.size(), 1u);
+    EXPECT_EQ((*pods)[7].volumes[0].name, "vol");
+  }
+  auto secrets = LoadWorkload("SchedulingSecrets");
+  ASSERT_TRUE(secrets.ok()) << secrets.status();
+  EXPECT_EQ(*secrets->FindVariant("5000Nodes_10000Pods")->threshold, 790);
+  secrets->measured.count = 1;
+  auto pods = BuildPods(secrets->measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ((*pods)[0].volumes.size(), 1u);
+  EXPECT_EQ((*pods)[0].volumes[0].source, "secret");
+}
+
+TEST(WorkloadTest, PodMatchingAntiAffinityKeepsOffInitNodes) {
+  auto w = LoadWorkload("SchedulingPodMatchingAntiAffinity");
+  ASSERT_TRUE(w.ok());
+  w->num_nodes = 10;
+  w->init[0].count = 6;        // one per node: they repel each other
+  w->measured.count = 4 * 40 + 5;  // the 4 free nodes hold 40 pods of 100m each
+  NameVariant(*w);
+  BenchResult r = RunSmall(*w);
+  EXPECT_EQ(r.init_scheduled, 6);
+  EXPECT_EQ(r.engine.scheduled, 160);
+  auto placed = Place(*w, /*reference=*/false);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  std::set<std::string> init_nodes = NodesWithPods(placed->cluster);
+  EXPECT_EQ(init_nodes.size(), 6u);
+  for (const cycle::Placement& p : placed->measured) EXPECT_EQ(init_nodes.count(p.node), 0u) << p.pod << " " << p.node;
+}
+
+TEST(WorkloadTest, RequiredAntiAffinityWithNSSelectorGivesEachPodANode) {
+  Workload w = SmallNsWorkload("SchedulingRequiredPodAntiAffinityWithNSSelector", 30, 5, 4, 15);
+  BenchResult r = RunSmall(w);
+  EXPECT_EQ(r.init_scheduled, 20);
+  EXPECT_EQ(r.engine.scheduled, 10);  // 30 nodes, one pod each
+  auto placed = Place(w, /*reference=*/false);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  std::set<std::string> used = NodesWithPods(placed->cluster);
+  for (const cycle::Placement& p : placed->measured) {
+    if (!p.node.empty()) EXPECT_TRUE(used.insert(p.node).second) << p.node;
+  }
+  EXPECT_EQ(used.size(), 30u);
+  // Unlabelled namespaces: the selector matches nothing, pods share nodes freely.
+  EXPECT_EQ(RunSmall(WithoutNamespaceLabels(w)).engine.scheduled, 15);
+}
+
+TEST(WorkloadTest, RequiredAffinityWithNSSelectorNeedsTheLabelledNamespaces) {
+  Workload w = SmallNsWorkload("SchedulingRequiredPodAffinityWithNSSelector", 20, 3, 4, 10);
+  BenchResult r = RunSmall(w);
+  EXPECT_EQ(r.init_scheduled, 12);
+  EXPECT_EQ(r.engine.scheduled, 10);
+  // Without labels no namespace, not even the pod's own, is selected: the first pod cannot
+  // satisfy its own term, and nothing schedules.
+  BenchResult none = RunSmall(WithoutNamespaceLabels(w));
+  EXPECT_EQ(none.init_scheduled, 0);
+  EXPECT_EQ(none.engine.scheduled, 0);
+}
+
+TEST(WorkloadTest, PreferredTermsWithNSSelectorScoreTheInitPodsNodes) {
+  // Preferred anti-affinity scores a node down, preferred affinity up, by 1 for each init
+  // pod there that the measured pod's term matches and 1 for each whose term matches the
+  // measured pod (same labels and terms on both sides).
+  for (const auto& [name, sign] : std::vector<std::pair<std::string, int64_t>>{
+           {"SchedulingPreferredAntiAffinityWithNSSelector", -1}, {"SchedulingPreferredAffinityWithNSSelector", 1}}) {
+    Workload w = SmallNsWorkload(name, 30, 5, 4, 10);
+    EXPECT_EQ(RunSmall(w).engine.scheduled, 10) << name;
+    for (bool labelled : {true, false}) {
+      SCOPED_TRACE(StrCat(name, labelled ? ", labelled namespaces" : ", no namespace labels"));
+      auto placed = Place(labelled ? w : WithoutNamespaceLabels(w), /*reference=*/false, /*explain=*/true);
+      ASSERT_TRUE(placed.ok()) << placed.status();
+      std::map<std::string, int64_t> init_pods;
+      for (const Pod& p : placed->cluster.pods) ++init_pods[p.node_name];
+      EXPECT_LT(init_pods.size(), 30u);  // some nodes hold no init pod
+      std::map<std::string, int64_t> raw = RawScores(placed->measured[0], "InterPodAffinity");
+      // No namespace selected: no term matches anywhere and PreScore skips the plugin.
+      ASSERT_EQ(raw.size(), labelled ? 30u : 0u);
+      for (const auto& [node, score] : raw) EXPECT_EQ(score, sign * 2 * init_pods[node]) << node;
+    }
+  }
+}
+
+TEST(WorkloadTest, DefaultTopologySpreadingScoresThroughTheService) {
+  auto w = LoadWorkload("DefaultTopologySpreading");
+  ASSERT_TRUE(w.ok());
+  w->num_nodes = 30;
+  w->init[0].count = 30;
+  w->measured.count = 30;
+  NameVariant(*w);
+  BenchResult r = RunSmall(*w);
+  EXPECT_EQ(r.engine.scheduled, 30);
+  // With the Service the system default constraints apply and PodTopologySpread scores;
+  // without it the pod has no constraints and the plugin skips.
+  Workload no_service = *w;
+  no_service.objects.clear();
+  for (bool service : {true, false}) {
+    SCOPED_TRACE(service ? "with the Service" : "without the Service");
+    auto placed = Place(service ? *w : no_service, /*reference=*/false, /*explain=*/true);
+    ASSERT_TRUE(placed.ok()) << placed.status();
+    EXPECT_EQ(RawScores(placed->measured[5], "PodTopologySpread").size(), service ? 30u : 0u);
+  }
+}
+
+TEST(WorkloadTest, NodeInclusionPolicyHonorsTaints) {
+  auto w = LoadWorkload("SchedulingWithNodeInclusionPolicy");
+  ASSERT_TRUE(w.ok());
+  w->node_groups[0].count = 8;
+  w->node_groups[1].count = 4;  // node-8 .. node-11 tainted
+  w->num_nodes = 12;
+  w->measured.count = 16;  // two rounds over the 8 normal nodes
+  NameVariant(*w);
+  // Tainted nodes stay out of the skew, so a second round is within maxSkew 1.
+  EXPECT_EQ(RunSmall(*w).engine.scheduled, 16);
+  auto placed = Place(*w, /*reference=*/false);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  std::map<std::string, int> per_node;
+  for (const cycle::Placement& p : placed->measured) ++per_node[p.node];
+  EXPECT_EQ(per_node.size(), 8u);
+  for (const auto& [node, n] : per_node) {
+    EXPECT_EQ(n, 2) << node;
+    EXPECT_LT(std::stoi(node.substr(5)), 8) << node;
+  }
+  // Ignoring taints, the empty tainted nodes hold the minimum at 0: one round only.
+  w->measured.pod_template["spec"]["topologySpreadConstraints"][0]["nodeTaintsPolicy"] = "Ignore";
+  EXPECT_EQ(RunSmall(*w).engine.scheduled, 8);
+}
+
+TEST(WorkloadTest, ExtendedResourcePodsFitOneNodeEach) {
+  auto w = LoadWorkload("SchedulingWithExtendedResource");
+  ASSERT_TRUE(w.ok());
+  w->node_groups[1].count = 20;
+  w->num_nodes = 20;
+  w->measured.count = 25;  // pods 20..24 ask for resources no node has
+  NameVariant(*w);
+  EXPECT_EQ(RunSmall(*w).engine.scheduled, 20);
+  auto placed = Place(*w, /*reference=*/false);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  ASSERT_EQ(placed->measured.size(), 25u);
+  for (int i = 0; i < 25; ++i) {
+    EXPECT_EQ(placed->measured[i].pod, StrCat("test/pod-", i));
+    EXPECT_EQ(placed->measured[i].node, i < 20 ? StrCat("node-", i) : "") << i;
+  }
+}
+
+TEST(WorkloadTest, DaemonsetPodsAllGoToTheNamedNode) {
+  auto w = LoadWorkload("SchedulingDaemonset");
+  ASSERT_TRUE(w.ok());
+  w->num_nodes = 31;  // the named node and 30 more
+  w->measured.count = 50;
+  NameVariant(*w);
+  EXPECT_EQ(NodeGroupCounts(*w), (std::vector<int32_t>{1, 30}));
+  EXPECT_EQ(RunSmall(*w).engine.scheduled, 50);
+  auto placed = Place(*w, /*reference=*/true);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  for (const cycle::Placement& p : placed->measured) EXPECT_EQ(p.node, "scheduler-perf-node") << p.pod;
+}
+
+TEST(WorkloadTest, VolumeLimitsCountThePodsVolumes) {
+  // Two nodes, 80 pods with one volume each. CPU holds 40 pods per node; a CSINode allows
+  // 39 ebs.csi.aws.com volumes, counted for CSI and migrated in-tree PVs but not for
+  // in-tree PVs on nodes without a CSINode. (No init pods: upstream's EBS volume IDs
+  // vol-<i> repeat across the init and measured namespaces, and a node holding both pods
+  // i counts that volume once.)
+  for (const auto& [name, scheduled] :
+       std::vector<std::pair<std::string, int64_t>>{
+           {"SchedulingCSIPVs", 78}, {"SchedulingMigratedInTreePVs", 78}, {"SchedulingInTreePVs", 80}}) {
+    SCOPED_TRACE(name);
+    auto w = LoadWorkload(name);
+    ASSERT_TRUE(w.ok());
+    w->num_nodes = 2;
+    w->init[0].count = 0;
+    w->measured.count = 80;
+    NameVariant(*w);
+    BenchResult r = RunSmall(*w);
+    EXPECT_EQ(r.engine.scheduled, scheduled);
+    if (scheduled == 80) continue;
+    auto placed = Place(*w, /*reference=*/true);
+    ASSERT_TRUE(placed.ok()) << placed.status();
+    const cycle::Placement& last = placed->measured.back();
+    EXPECT_EQ(last.node, "");
+    EXPECT_NE(last.message.find("exceed max volume count"), std::string::npos) << last.message;
+  }
 }
 
 }  // namespace
