@@ -1,5 +1,6 @@
 // Reference ImageLocality, straight from small-plugins.md §2 (with v1.37's image volumes).
 #include <map>
+#include <memory>
 #include <set>
 
 #include "kplace/reference/plugin.h"
@@ -25,7 +26,24 @@ class ImageLocality final : public Plugin {
   const char* Name() const override { return "ImageLocality"; }
   unsigned ExtensionPoints() const override { return kScorePoint; }
 
-  PluginStatus Score(CycleState&, const Pod& pod, const NodeInfo& node, const ClusterState& cluster,
+  // How many nodes list an image, as upstream's snapshot keeps it (ImageStateSummary
+  // NumNodes): counted once per cycle, on the first Score call.
+  using ImageNodeCounts = std::map<std::string, int64_t>;
+  static int64_t NodesHaving(CycleState& state, const ClusterState& cluster, const std::string& name) {
+    ImageNodeCounts* counts = state.Get<ImageNodeCounts>("ImageLocality/nodes-having");
+    if (counts == nullptr) {
+      counts = state.Put("ImageLocality/nodes-having", std::make_shared<ImageNodeCounts>());
+      for (const NodeInfo& n : cluster.nodes) {
+        std::set<std::string> names;
+        for (const ContainerImage& im : n.node->images) names.insert(im.names.begin(), im.names.end());
+        for (const std::string& image : names) ++(*counts)[image];
+      }
+    }
+    auto it = counts->find(name);
+    return it == counts->end() ? 0 : it->second;
+  }
+
+  PluginStatus Score(CycleState& state, const Pod& pod, const NodeInfo& node, const ClusterState& cluster,
                      int64_t* score) override {
     std::vector<std::string> images;
     for (const Container& c : pod.init_containers) images.push_back(c.image);
@@ -44,12 +62,7 @@ class ImageLocality final : public Plugin {
       std::string name = Normalized(image);
       auto it = table.find(name);
       if (it == table.end()) continue;
-      int64_t having = 0;
-      for (const NodeInfo& other : cluster.nodes) {
-        std::set<std::string> names;
-        for (const ContainerImage& im : other.node->images) names.insert(im.names.begin(), im.names.end());
-        having += names.count(name);
-      }
+      const int64_t having = NodesHaving(state, cluster, name);
       double spread = static_cast<double>(having) / static_cast<double>(total);
       sum += static_cast<int64_t>(static_cast<double>(it->second) * spread);
     }
