@@ -13,16 +13,30 @@
 //    reuse it at O(domains) per pod.
 // PreFilter/PreScore reduce those into small per-domain tables; Filter and Score gather
 // them through per-node domain-id columns.
+//
+// Replicas: PreFilter and PreScore keep the last pod's dense tables (E, A, N; the score
+// table) with its `present` bytes and score values, on the host and the backend. OnBind
+// records what each bound pod added (its node, its label class, the existing-term cells
+// it counted in). The next pod that compiles the same (namespace, labels, resolved terms)
+// replays only those binds (§3 AddPod with m = +1; §5's rows for one more pod): cells at
+// the bound node's domains, the bytes or values that changed, and running totals for the
+// Skip decision and the first-of-group exception. Anything that would change the layout
+// (a table that did not exist, a Skip that flips) rebuilds in full, which stays the
+// definition; IpaIncrementalDebug's self-check compares the two after every replay.
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <deque>
 #include <limits>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "kernels/backend.cuh"
+#include "kplace/common/strings.h"
 #include "kplace/plugins/inter_pod_affinity.h"
 #include "kplace/plugins/inter_pod_affinity_common.h"
 
@@ -161,12 +175,6 @@ struct MatchTable {
     }
     return true;
   }
-  bool empty() const {
-    for (const auto& c : counts) {
-      if (!c.empty()) return false;
-    }
-    return true;
-  }
   const std::unordered_map<int32_t, int64_t>* For(int32_t slot) const {
     for (size_t i = 0; i < slots.size(); ++i) {
       if (slots[i] == slot) return &counts[i];
@@ -180,16 +188,160 @@ constexpr size_t kMaxMatchTables = 4096;
 
 enum class TermKind { kRequiredAffinity, kRequiredAnti, kPreferredAffinity, kPreferredAnti };
 
-/** Per-domain host tables of one pod, one per slot it touches. */
-template <typename T>
-struct DomainTables {
-  std::map<int32_t, std::vector<T>> by_slot;  // ordered: deterministic key lists
-  std::vector<T>& For(int32_t slot, int32_t num_domains) {
-    auto it = by_slot.find(slot);
-    if (it == by_slot.end()) it = by_slot.emplace(slot, std::vector<T>(num_domains, T{})).first;
-    return it->second;
-  }
+/** Per-domain host tables of one pod, by slot (ordered: deterministic key lists). */
+using SlotTables = std::map<int32_t, std::vector<int64_t>>;
+
+/** One of PreFilter's per-domain count tables (E, A or N) in one slot, and where its
+ *  `present` bytes start. */
+struct SlotCounts {
+  int32_t slot;
+  int32_t offset;
+  std::vector<int64_t> counts;  // [domain]; empty for slot -1
 };
+
+/** What a PreFilter or PreScore computed for one compiled pod, kept for its replicas. */
+struct KeptState {
+  bool valid = false;
+  std::string key;      // Incoming::key of the pod
+  int64_t applied = 0;  // binds up to this sequence number are counted in
+};
+
+struct FilterState : KeptState {
+  bool skip = false;
+  bool self_match = false;  // the pod matches all its own affinity terms
+  std::vector<SlotCounts> affinity, anti, existing;  // A, N, E in key order
+  int64_t affinity_total = 0, existing_total = 0;
+  std::vector<IpaKeyTable> keys;
+  std::vector<uint8_t> present;
+};
+
+struct ScoreState : KeptState {
+  bool fired = false;  // some row made an entry
+  std::vector<IpaKeyTable> keys;
+  std::vector<int64_t> values;
+};
+
+/** A bound pod as replays see it: its node, its label class and the existing-term cells
+ *  it counted in (AddTerm calls that reached a domain). */
+struct BoundPod {
+  struct Added {
+    int32_t term;
+    TermKind kind;
+    int32_t weight;
+  };
+  NodeIndex node;
+  int32_t cls;
+  std::vector<Added> terms;
+};
+
+/** The incoming pod as PreFilter (required terms) or PreScore (preferred terms) compiles
+ *  it. Pods with equal keys compile to the same terms; name and uid play no part. */
+struct Incoming {
+  int32_t ns = 0;
+  LabelIds labels;
+  std::vector<Term> affinity, anti;                 // required, resolved
+  std::vector<std::pair<Term, int64_t>> preferred;  // resolved, weight signed (- for anti)
+  std::string key;
+};
+
+// Binds kept for replay; past this many the kept states are dropped.
+constexpr size_t kMaxReplayedBinds = 4096;
+
+void PutInt(std::string* out, int64_t v) { out->append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+
+/** Appends the terms' keys, each length-prefixed, after their count. */
+void PutTerms(std::string* out, const std::vector<Term>& terms) {
+  PutInt(out, static_cast<int64_t>(terms.size()));
+  for (const Term& t : terms) {
+    std::string k = t.Key();
+    PutInt(out, static_cast<int64_t>(k.size()));
+    *out += k;
+  }
+}
+
+SlotCounts* FindSlot(std::vector<SlotCounts>* tables, int32_t slot) {
+  for (SlotCounts& t : *tables) {
+    if (t.slot == slot) return &t;
+  }
+  return nullptr;
+}
+
+/** Writes host[i] to the backend copy `dev` (same size) at each index in `changed`. */
+template <typename T>
+void UploadChanged(const std::vector<T>& host, const std::vector<int32_t>& changed, vector<T>* dev) {
+#if defined(KPLACE_BACKEND_OMP)
+  T* p = Ptr(*dev);
+  for (int32_t i : changed) p[i] = host[i];
+#else
+  // One copy per element: a few per bind; past that one upload of the whole table.
+  if (changed.size() > 16) {
+    Upload(host, dev);
+    return;
+  }
+  for (int32_t i : changed) (*dev)[i] = host[i];
+#endif
+}
+
+/** The first difference between two lists of per-slot tables, "" when equal. */
+std::string DiffSlotCounts(const char* what, const std::vector<SlotCounts>& a, const std::vector<SlotCounts>& b) {
+  if (a.size() != b.size()) {
+    return StrCat(what, ": ", a.size(), " tables vs ", b.size());
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].slot != b[i].slot || a[i].offset != b[i].offset || a[i].counts.size() != b[i].counts.size()) {
+      return StrCat(what, " table ", i, ": slot ", a[i].slot, " at ", a[i].offset, " vs slot ", b[i].slot, " at ",
+                    b[i].offset);
+    }
+    for (size_t d = 0; d < a[i].counts.size(); ++d) {
+      if (a[i].counts[d] != b[i].counts[d]) {
+        return StrCat(what, " of slot ", a[i].slot, " domain ", d, ": ", a[i].counts[d], " vs ", b[i].counts[d]);
+      }
+    }
+  }
+  return "";
+}
+
+template <typename T>
+std::string DiffValues(const char* what, const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return StrCat(what, ": ", a.size(), " entries vs ", b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      return StrCat(what, "[", i, "]: ", static_cast<int64_t>(a[i]), " vs ", static_cast<int64_t>(b[i]));
+    }
+  }
+  return "";
+}
+
+std::string DiffKeys(const std::vector<IpaKeyTable>& a, const std::vector<IpaKeyTable>& b) {
+  if (a.size() != b.size()) return StrCat("keys: ", a.size(), " vs ", b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].slot != b[i].slot || a[i].offset != b[i].offset) {
+      return StrCat("key ", i, ": slot ", a[i].slot, " at ", a[i].offset, " vs slot ", b[i].slot, " at ", b[i].offset);
+    }
+  }
+  return "";
+}
+
+/** The first difference between a replayed PreFilter state `a` and the full rebuild `b`. */
+std::string DiffStates(const FilterState& a, const FilterState& b) {
+  if (a.skip != b.skip) return StrCat("skip: ", a.skip, " vs ", b.skip);
+  if (a.self_match != b.self_match) return StrCat("self match: ", a.self_match, " vs ", b.self_match);
+  if (a.affinity_total != b.affinity_total) return StrCat("A total: ", a.affinity_total, " vs ", b.affinity_total);
+  if (a.existing_total != b.existing_total) return StrCat("E total: ", a.existing_total, " vs ", b.existing_total);
+  std::string d = DiffSlotCounts("A", a.affinity, b.affinity);
+  if (d.empty()) d = DiffSlotCounts("N", a.anti, b.anti);
+  if (d.empty()) d = DiffSlotCounts("E", a.existing, b.existing);
+  if (d.empty()) d = DiffKeys(a.keys, b.keys);
+  if (d.empty()) d = DiffValues("present", a.present, b.present);
+  return d;
+}
+
+std::string DiffStates(const ScoreState& a, const ScoreState& b) {
+  if (a.fired != b.fired) return StrCat("fired: ", a.fired, " vs ", b.fired);
+  std::string d = DiffKeys(a.keys, b.keys);
+  if (d.empty()) d = DiffValues("score", a.values, b.values);
+  return d;
+}
 
 class InterPodAffinity final : public engine::Plugin {
  public:
@@ -238,6 +390,10 @@ class InterPodAffinity final : public engine::Plugin {
     filter_ = IpaFilterParams{};
     filter_.no_state = true;
     score_ready_ = false;
+    filter_state_ = FilterState{};
+    score_state_ = ScoreState{};
+    binds_.clear();
+    binds_begin_ = 0;
   }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot&, std::vector<NodeIndex>*, bool*) override {
@@ -248,76 +404,21 @@ class InterPodAffinity final : public engine::Plugin {
     if (!parsed.error.empty()) {
       return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "parsing pod: " + parsed.error);
     }
-    const int32_t ns = strings_.Intern(pod.meta.namespace_);
-    const LabelIds labels = InternLabels(pod.meta.labels);
-    const LabelIds& ns_labels = NamespaceLabels(ns);
-    std::vector<Term> affinity, anti;
-    for (const PodAffinityTerm& t : parsed.required_affinity) affinity.push_back(Resolve(Compile(t, ns)));
-    for (const PodAffinityTerm& t : parsed.required_anti_affinity) anti.push_back(Resolve(Compile(t, ns)));
-
-    // E: existing pods' required anti-affinity terms that match the pod (§3.2).
-    DomainTables<int64_t> existing;
-    for (int32_t id : anti_terms_) {
-      const ExistingTerm& et = terms_[id];
-      if (!et.term.Matches(ns, labels, ns_labels)) continue;
-      std::vector<int64_t>& table = existing.For(et.term.slot, slot_domains_[et.term.slot]);
-      for (const auto& [d, cell] : et.cells) table[d] += cell.required_anti;
-    }
-    // A: pods matching every affinity term, counted in each term's domains (§3.3).
-    DomainTables<int64_t> aff_counts;
-    bool aff_empty = true;
-    if (!affinity.empty()) {
-      const MatchTable& a = Table(affinity);
-      aff_empty = a.empty();
-      for (size_t i = 0; i < a.slots.size(); ++i) {
-        if (a.counts[i].empty()) continue;
-        std::vector<int64_t>& table = aff_counts.For(a.slots[i], slot_domains_[a.slots[i]]);
-        for (const auto& [d, count] : a.counts[i]) table[d] += count;
-      }
-    }
-    // N: pods matching each anti-affinity term (§3.3).
-    DomainTables<int64_t> anti_counts;
-    for (const Term& t : anti) {
-      if (t.slot < 0) continue;
-      const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
-      if (!counts || counts->empty()) continue;
-      std::vector<int64_t>& table = anti_counts.For(t.slot, slot_domains_[t.slot]);
-      for (const auto& [d, count] : *counts) table[d] += count;
-    }
-    bool existing_empty = true;
-    for (const auto& [slot, table] : existing.by_slot) {
-      for (int64_t v : table) existing_empty = existing_empty && v == 0;
-    }
+    const Incoming x = CompileIncoming(pod, parsed, /*for_score=*/false);
+    plugins::IpaIncrementalDebug& debug = plugins::IpaIncrementalDebugState();
+    PluginStatus kept =
+        Refresh(pod, x, "PreFilter", &filter_state_, &debug.prefilter_incremental, &debug.prefilter_rebuilt);
+    if (!kept.IsSuccess()) return kept;
     filter_.no_state = false;
-    if (existing_empty && affinity.empty() && anti.empty()) {
+    if (filter_state_.skip) {
       // Skip: the framework runs no Filter; a direct Filter call passes every node.
       filter_.num_affinity = filter_.num_anti = filter_.num_existing = 0;
       return PluginStatus::Skip();
     }
-
-    bool self_match = !affinity.empty();
-    for (const Term& t : affinity) self_match = self_match && t.Matches(ns, labels, {});
-    std::vector<IpaKeyTable> keys;
-    std::vector<uint8_t> present;
-    auto add = [&](int32_t slot, const std::vector<int64_t>* table) {
-      keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(present.size())});
-      if (slot < 0) return;
-      const int32_t d = slot_domains_[slot];
-      for (int32_t i = 0; i < d; ++i) present.push_back(table && (*table)[i] > 0 ? 1 : 0);
-    };
-    auto find = [](const DomainTables<int64_t>& t, int32_t slot) -> const std::vector<int64_t>* {
-      auto it = t.by_slot.find(slot);
-      return it == t.by_slot.end() ? nullptr : &it->second;
-    };
-    for (int32_t slot : DistinctSlots(affinity)) add(slot, find(aff_counts, slot));
-    for (const auto& [slot, table] : anti_counts.by_slot) add(slot, &table);
-    for (const auto& [slot, table] : existing.by_slot) add(slot, &table);
-    filter_.num_affinity = static_cast<int32_t>(DistinctSlots(affinity).size());
-    filter_.num_anti = static_cast<int32_t>(anti_counts.by_slot.size());
-    filter_.num_existing = static_cast<int32_t>(existing.by_slot.size());
-    filter_.first_of_group = aff_empty && self_match;
-    Upload(keys, &filter_keys_);
-    Upload(present, &present_);
+    filter_.num_affinity = static_cast<int32_t>(filter_state_.affinity.size());
+    filter_.num_anti = static_cast<int32_t>(filter_state_.anti.size());
+    filter_.num_existing = static_cast<int32_t>(filter_state_.existing.size());
+    filter_.first_of_group = filter_state_.affinity_total == 0 && filter_state_.self_match;
     SyncDomains();
     return PluginStatus::Success();
   }
@@ -349,50 +450,13 @@ class InterPodAffinity final : public engine::Plugin {
     if (args_.ignore_preferred_terms_of_existing_pods && !has_pref) return PluginStatus::Skip();
     plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
     if (!parsed.error.empty()) return PluginStatus::Error("failed to parse pod: " + parsed.error);
-    const int32_t ns = strings_.Intern(pod.meta.namespace_);
-    const LabelIds labels = InternLabels(pod.meta.labels);
-    const LabelIds& ns_labels = NamespaceLabels(ns);
-
-    DomainTables<int64_t> score;
-    bool fired = false;
-    // Rows 1-2: the pod's preferred terms against existing pods, per class.
-    auto incoming = [&](const WeightedPodAffinityTerm& wt, int64_t sign) {
-      Term t = Resolve(Compile(wt.term, ns));
-      if (t.slot < 0) return;
-      const int64_t delta = static_cast<int64_t>(wt.weight) * sign;
-      const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
-      if (!counts || counts->empty()) return;
-      std::vector<int64_t>& table = score.For(t.slot, slot_domains_[t.slot]);
-      for (const auto& [d, count] : *counts) table[d] += delta * count;
-      fired = true;
-    };
-    for (const WeightedPodAffinityTerm& wt : parsed.preferred_affinity) incoming(wt, 1);
-    for (const WeightedPodAffinityTerm& wt : parsed.preferred_anti_affinity) incoming(wt, -1);
-    // Rows 3-5: existing pods' required affinity (x H) and preferred terms matching the pod.
-    const int64_t hard = args_.hard_pod_affinity_weight;
-    for (int32_t id : score_terms_) {
-      const ExistingTerm& et = terms_[id];
-      if (!et.term.Matches(ns, labels, ns_labels)) continue;
-      std::vector<int64_t>* table = nullptr;
-      for (const auto& [d, cell] : et.cells) {
-        const bool fires = (hard > 0 && cell.required_aff > 0) || cell.preferred > 0;
-        if (!fires) continue;
-        if (!table) table = &score.For(et.term.slot, slot_domains_[et.term.slot]);
-        (*table)[d] += (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight;
-        fired = true;
-      }
-    }
-    if (!fired) return PluginStatus::Skip();
-
-    std::vector<IpaKeyTable> keys;
-    std::vector<int64_t> values;
-    for (const auto& [slot, table] : score.by_slot) {
-      keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(values.size())});
-      values.insert(values.end(), table.begin(), table.end());
-    }
-    Upload(keys, &score_keys_);
-    Upload(values, &score_values_);
-    num_score_keys_ = static_cast<int32_t>(keys.size());
+    const Incoming x = CompileIncoming(pod, parsed, /*for_score=*/true);
+    plugins::IpaIncrementalDebug& debug = plugins::IpaIncrementalDebugState();
+    PluginStatus kept =
+        Refresh(pod, x, "PreScore", &score_state_, &debug.prescore_incremental, &debug.prescore_rebuilt);
+    if (!kept.IsSuccess()) return kept;
+    if (!score_state_.fired) return PluginStatus::Skip();
+    num_score_keys_ = static_cast<int32_t>(score_state_.keys.size());
     score_ready_ = true;
     SyncDomains();
     return PluginStatus::Success();
@@ -415,7 +479,11 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {
-    AddExistingPod(pod, node);
+    BoundPod b = AddExistingPod(pod, node);
+    if (filter_state_.valid || score_state_.valid) {
+      binds_.push_back(std::move(b));
+      if (binds_.size() > kMaxReplayedBinds) ForgetKept();
+    }
     SyncDomains();
   }
 
@@ -430,7 +498,306 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   InterPodAffinity(const InterPodAffinityArgs& args, const FeatureGates& gates)
-      : args_(args), match_label_keys_(gates.Enabled("MatchLabelKeysInPodAffinity")) {}
+      : args_(args), match_label_keys_(gates.Enabled("MatchLabelKeysInPodAffinity")) {
+    const char* check = std::getenv("KPLACE_IPA_SELF_CHECK");
+    self_check_env_ = check && std::string(check) == "1";
+  }
+
+  bool SelfCheck() const { return self_check_env_ || plugins::IpaIncrementalDebugState().self_check; }
+
+  Incoming CompileIncoming(const Pod& pod, const plugins::IpaPodTerms& parsed, bool for_score) {
+    Incoming x;
+    x.ns = strings_.Intern(pod.meta.namespace_);
+    x.labels = InternLabels(pod.meta.labels);
+    PutInt(&x.key, x.ns);
+    PutInt(&x.key, static_cast<int64_t>(x.labels.size()));
+    for (const auto& [k, v] : x.labels) PutInt(&x.key, (static_cast<int64_t>(k) << 32) | static_cast<uint32_t>(v));
+    if (!for_score) {
+      for (const PodAffinityTerm& t : parsed.required_affinity) x.affinity.push_back(Resolve(Compile(t, x.ns)));
+      for (const PodAffinityTerm& t : parsed.required_anti_affinity) x.anti.push_back(Resolve(Compile(t, x.ns)));
+      PutTerms(&x.key, x.affinity);
+      PutTerms(&x.key, x.anti);
+      return x;
+    }
+    for (const WeightedPodAffinityTerm& wt : parsed.preferred_affinity) {
+      x.preferred.emplace_back(Resolve(Compile(wt.term, x.ns)), wt.weight);
+    }
+    for (const WeightedPodAffinityTerm& wt : parsed.preferred_anti_affinity) {
+      x.preferred.emplace_back(Resolve(Compile(wt.term, x.ns)), -static_cast<int64_t>(wt.weight));
+    }
+    std::vector<Term> terms;
+    for (const auto& [t, w] : x.preferred) {
+      PutInt(&x.key, w);
+      terms.push_back(t);
+    }
+    PutTerms(&x.key, terms);
+    return x;
+  }
+
+  std::vector<int64_t>& Dense(SlotTables* tables, int32_t slot) const {
+    auto it = tables->find(slot);
+    if (it == tables->end()) it = tables->emplace(slot, std::vector<int64_t>(slot_domains_[slot], 0)).first;
+    return it->second;
+  }
+
+  // PreFilter in full (§3): E, A and N from the existing terms and the match tables.
+  FilterState BuildFilter(const Incoming& x) {
+    FilterState s;
+    const LabelIds& ns_labels = NamespaceLabels(x.ns);
+    // E: existing pods' required anti-affinity terms that match the pod (§3.2).
+    SlotTables existing;
+    for (int32_t id : anti_terms_) {
+      const ExistingTerm& et = terms_[id];
+      if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
+      std::vector<int64_t>& table = Dense(&existing, et.term.slot);
+      for (const auto& [d, cell] : et.cells) table[d] += cell.required_anti;
+    }
+    // A: pods matching every affinity term, counted in each term's domains (§3.3). Every
+    // key gets its table, all zero when A is empty.
+    if (!x.affinity.empty()) {
+      const MatchTable& a = Table(x.affinity);
+      for (int32_t slot : DistinctSlots(x.affinity)) {
+        SlotCounts c{slot, 0, {}};
+        if (slot >= 0) c.counts.assign(slot_domains_[slot], 0);
+        if (const std::unordered_map<int32_t, int64_t>* counts = a.For(slot)) {
+          for (const auto& [d, count] : *counts) {
+            c.counts[d] += count;
+            s.affinity_total += count;
+          }
+        }
+        s.affinity.push_back(std::move(c));
+      }
+    }
+    // N: pods matching each anti-affinity term (§3.3).
+    SlotTables anti;
+    for (const Term& t : x.anti) {
+      if (t.slot < 0) continue;
+      const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
+      if (!counts || counts->empty()) continue;
+      std::vector<int64_t>& table = Dense(&anti, t.slot);
+      for (const auto& [d, count] : *counts) table[d] += count;
+    }
+    for (auto& [slot, table] : anti) s.anti.push_back(SlotCounts{slot, 0, std::move(table)});
+    for (auto& [slot, table] : existing) {
+      for (int64_t v : table) s.existing_total += v;
+      s.existing.push_back(SlotCounts{slot, 0, std::move(table)});
+    }
+    s.skip = s.existing_total == 0 && x.affinity.empty() && x.anti.empty();
+    s.self_match = !x.affinity.empty();
+    for (const Term& t : x.affinity) s.self_match = s.self_match && t.Matches(x.ns, x.labels, {});
+    if (s.skip) return s;
+    for (std::vector<SlotCounts>* group : {&s.affinity, &s.anti, &s.existing}) {
+      for (SlotCounts& c : *group) {
+        c.offset = static_cast<int32_t>(s.present.size());
+        s.keys.push_back(IpaKeyTable{c.slot, c.offset});
+        for (int64_t v : c.counts) s.present.push_back(v > 0 ? 1 : 0);
+      }
+    }
+    return s;
+  }
+
+  // Counts the binds since `s` was computed into it, as the full rebuild would see them
+  // (§3 AddPod, m = +1), noting the `present` bytes that changed. False when a bind needs
+  // a table `s` lacks or flips Skip: the caller rebuilds (`s` is then partly updated).
+  bool Replay(const Incoming& x, FilterState* s, std::vector<int32_t>* changed) {
+    const LabelIds& ns_labels = NamespaceLabels(x.ns);
+    auto bump = [&](SlotCounts* c, int32_t d) {
+      if (c->counts[d]++ == 0 && !s->skip) {
+        s->present[c->offset + d] = 1;
+        changed->push_back(c->offset + d);
+      }
+    };
+    for (size_t i = static_cast<size_t>(s->applied - binds_begin_); i < binds_.size(); ++i) {
+      const BoundPod& b = binds_[i];
+      for (const BoundPod::Added& added : b.terms) {
+        if (added.kind != TermKind::kRequiredAnti) continue;
+        const Term& t = terms_[added.term].term;
+        if (!t.Matches(x.ns, x.labels, ns_labels)) continue;
+        SlotCounts* c = FindSlot(&s->existing, t.slot);
+        if (!c) return false;
+        bump(c, Domain(t.slot, b.node));
+        ++s->existing_total;
+      }
+      const PodClass& cls = classes_[b.cls];
+      bool all = !x.affinity.empty();
+      for (const Term& t : x.affinity) all = all && t.Matches(cls.ns, cls.labels, {});
+      for (SlotCounts& c : s->affinity) {
+        const int32_t d = Domain(c.slot, b.node);
+        if (!all || d < 0) continue;
+        bump(&c, d);
+        ++s->affinity_total;
+      }
+      for (const Term& t : x.anti) {
+        const int32_t d = Domain(t.slot, b.node);
+        if (d < 0 || !t.Matches(cls.ns, cls.labels, {})) continue;
+        SlotCounts* c = FindSlot(&s->anti, t.slot);
+        if (!c) return false;
+        bump(c, d);
+      }
+    }
+    if (s->skip != (s->existing_total == 0 && x.affinity.empty() && x.anti.empty())) return false;
+    s->applied = BindsEnd();
+    return true;
+  }
+
+  // PreScore in full (§5): rows 1-2 from the match tables, rows 3-5 from the existing terms.
+  ScoreState BuildScore(const Incoming& x) {
+    SlotTables score;
+    for (const auto& [t, weight] : x.preferred) {
+      if (t.slot < 0) continue;
+      const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
+      if (!counts || counts->empty()) continue;
+      std::vector<int64_t>& table = Dense(&score, t.slot);
+      for (const auto& [d, count] : *counts) table[d] += weight * count;
+    }
+    const int64_t hard = args_.hard_pod_affinity_weight;
+    const LabelIds& ns_labels = NamespaceLabels(x.ns);
+    for (int32_t id : score_terms_) {
+      const ExistingTerm& et = terms_[id];
+      if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
+      std::vector<int64_t>* table = nullptr;
+      for (const auto& [d, cell] : et.cells) {
+        const bool fires = (hard > 0 && cell.required_aff > 0) || cell.preferred > 0;
+        if (!fires) continue;
+        if (!table) table = &Dense(&score, et.term.slot);
+        (*table)[d] += (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight;
+      }
+    }
+    ScoreState s;
+    s.fired = !score.empty();  // an entry is made as soon as a row fires
+    for (const auto& [slot, table] : score) {
+      s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(s.values.size())});
+      s.values.insert(s.values.end(), table.begin(), table.end());
+    }
+    return s;
+  }
+
+  // Adds the binds since `s` was computed, row by row (§5), noting the values that
+  // changed. A cell's value is linear in its counts (a cell that does not fire has no
+  // required affinity counted with H > 0 and no preferred weight), so a bind adds H or
+  // +-w. False when a bind needs a table `s` lacks: the caller rebuilds.
+  bool Replay(const Incoming& x, ScoreState* s, std::vector<int32_t>* changed) {
+    auto add = [&](int32_t slot, int32_t d, int64_t delta) {
+      for (const IpaKeyTable& k : s->keys) {
+        if (k.slot != slot) continue;
+        s->values[k.offset + d] += delta;
+        changed->push_back(k.offset + d);
+        return true;
+      }
+      return false;
+    };
+    const int64_t hard = args_.hard_pod_affinity_weight;
+    const LabelIds& ns_labels = NamespaceLabels(x.ns);
+    for (size_t i = static_cast<size_t>(s->applied - binds_begin_); i < binds_.size(); ++i) {
+      const BoundPod& b = binds_[i];
+      const PodClass& cls = classes_[b.cls];
+      for (const auto& [t, weight] : x.preferred) {
+        const int32_t d = Domain(t.slot, b.node);
+        if (d < 0 || !t.Matches(cls.ns, cls.labels, {})) continue;
+        if (!add(t.slot, d, weight)) return false;
+      }
+      for (const BoundPod::Added& added : b.terms) {
+        int64_t delta = 0;
+        switch (added.kind) {
+          case TermKind::kRequiredAnti:
+            continue;
+          case TermKind::kRequiredAffinity:
+            if (hard <= 0) continue;
+            delta = hard;
+            break;
+          case TermKind::kPreferredAffinity:
+            delta = added.weight;
+            break;
+          case TermKind::kPreferredAnti:
+            delta = -static_cast<int64_t>(added.weight);
+            break;
+        }
+        const Term& t = terms_[added.term].term;
+        if (!t.Matches(x.ns, x.labels, ns_labels)) continue;
+        if (!add(t.slot, Domain(t.slot, b.node), delta)) return false;
+      }
+    }
+    s->applied = BindsEnd();
+    return true;
+  }
+
+  // Makes `s` the kept state of a pod compiled to `key`, on the backend too.
+  template <typename State>
+  void Keep(State s, const std::string& key, State* kept) {
+    *kept = std::move(s);
+    kept->valid = true;
+    kept->key = key;
+    kept->applied = BindsEnd();
+    UploadAll(*kept);
+  }
+  void UploadAll(const FilterState& s) {
+    if (s.skip) return;
+    Upload(s.keys, &filter_keys_);
+    Upload(s.present, &present_);
+  }
+  void UploadAll(const ScoreState& s) {
+    if (!s.fired) return;
+    Upload(s.keys, &score_keys_);
+    Upload(s.values, &score_values_);
+  }
+  void UploadChanges(const FilterState& s, const std::vector<int32_t>& changed) {
+    if (!s.skip) UploadChanged(s.present, changed, &present_);
+  }
+  void UploadChanges(const ScoreState& s, const std::vector<int32_t>& changed) {
+    if (s.fired) UploadChanged(s.values, changed, &score_values_);
+  }
+
+  // Brings `*kept` (host and backend) up to date for `x`: replays the binds since it was
+  // computed when that was for a pod compiled the same, else rebuilds. With the
+  // self-check a replay is also rebuilt and compared; a difference is an Error.
+  template <typename State>
+  PluginStatus Refresh(const Pod& pod, const Incoming& x, const char* point, State* kept,
+                       std::atomic<int64_t>* incremental, std::atomic<int64_t>* rebuilt) {
+    auto build = [&] {
+      if constexpr (std::is_same_v<State, FilterState>) {
+        return BuildFilter(x);
+      } else {
+        return BuildScore(x);
+      }
+    };
+    std::vector<int32_t> changed;
+    if (!kept->valid || kept->key != x.key || !Replay(x, kept, &changed)) {
+      ++*rebuilt;
+      Keep(build(), x.key, kept);
+      TrimBinds();
+      return PluginStatus::Success();
+    }
+    ++*incremental;
+    if (SelfCheck()) {
+      State full = build();
+      const std::string diff = DiffStates(*kept, full);
+      if (!diff.empty()) {
+        ++plugins::IpaIncrementalDebugState().mismatches;
+        Keep(std::move(full), x.key, kept);
+        return PluginStatus::Error(StrCat("InterPodAffinity: incremental ", point, " of pod ", pod.meta.namespace_, "/",
+                                          pod.meta.name, " differs from the full rebuild: ", diff));
+      }
+    }
+    UploadChanges(*kept, changed);
+    TrimBinds();
+    return PluginStatus::Success();
+  }
+
+  int64_t BindsEnd() const { return binds_begin_ + static_cast<int64_t>(binds_.size()); }
+
+  // Drops the binds every kept state has counted.
+  void TrimBinds() {
+    int64_t keep = BindsEnd();
+    if (filter_state_.valid) keep = std::min(keep, filter_state_.applied);
+    if (score_state_.valid) keep = std::min(keep, score_state_.applied);
+    for (; binds_begin_ < keep; ++binds_begin_) binds_.pop_front();
+  }
+
+  void ForgetKept() {
+    filter_state_.valid = score_state_.valid = false;
+    binds_begin_ = BindsEnd();
+    binds_.clear();
+  }
 
   LabelIds InternLabels(const Labels& labels) {
     LabelIds out;
@@ -529,18 +896,22 @@ class InterPodAffinity final : public engine::Plugin {
     return slot_of_[key] = slot;
   }
 
-  void AddExistingPod(const Pod& pod, NodeIndex node) {
+  // Counts `pod` on `node` in; returns what a replay needs to count it in too.
+  BoundPod AddExistingPod(const Pod& pod, NodeIndex node) {
+    BoundPod bound{node, -1, {}};
     const int32_t ns = strings_.Intern(pod.meta.namespace_);
     LabelIds labels = InternLabels(pod.meta.labels);
     // Terms first: they may add slots, which the class below then counts in.
     if (plugins::IpaHasPodAffinity(pod)) {
       plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
-      for (const PodAffinityTerm& t : parsed.required_affinity) AddTerm(t, ns, node, TermKind::kRequiredAffinity, 0);
-      for (const PodAffinityTerm& t : parsed.required_anti_affinity) AddTerm(t, ns, node, TermKind::kRequiredAnti, 0);
-      for (const auto& wt : parsed.preferred_affinity) AddTerm(wt.term, ns, node, TermKind::kPreferredAffinity, wt.weight);
-      for (const auto& wt : parsed.preferred_anti_affinity) {
-        AddTerm(wt.term, ns, node, TermKind::kPreferredAnti, wt.weight);
-      }
+      auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
+        const int32_t id = AddTerm(t, ns, node, kind, weight);
+        if (id >= 0) bound.terms.push_back(BoundPod::Added{id, kind, weight});
+      };
+      for (const PodAffinityTerm& t : parsed.required_affinity) add(t, TermKind::kRequiredAffinity, 0);
+      for (const PodAffinityTerm& t : parsed.required_anti_affinity) add(t, TermKind::kRequiredAnti, 0);
+      for (const auto& wt : parsed.preferred_affinity) add(wt.term, TermKind::kPreferredAffinity, wt.weight);
+      for (const auto& wt : parsed.preferred_anti_affinity) add(wt.term, TermKind::kPreferredAnti, wt.weight);
     }
     std::string key;
     key.append(reinterpret_cast<const char*>(&ns), sizeof(ns));
@@ -556,6 +927,7 @@ class InterPodAffinity final : public engine::Plugin {
       c.per_slot.resize(slot_domains_.size());
       classes_.push_back(std::move(c));
     }
+    bound.cls = it->second;
     PodClass& c = classes_[it->second];
     c.nodes[node] += 1;
     for (size_t slot = 0; slot < c.per_slot.size(); ++slot) {
@@ -570,18 +942,14 @@ class InterPodAffinity final : public engine::Plugin {
         if (d >= 0) t.counts[i][d] += 1;
       }
     }
+    return bound;
   }
 
   // The table of an incoming term set, built from the classes on first use. References
   // stay valid until the next TrimTables (tables_ is a deque).
   const MatchTable& Table(const std::vector<Term>& terms) {
     std::string key;
-    for (const Term& t : terms) {
-      std::string k = t.Key();
-      const int32_t size = static_cast<int32_t>(k.size());
-      key.append(reinterpret_cast<const char*>(&size), sizeof(size));
-      key += k;
-    }
+    PutTerms(&key, terms);
     auto [it, inserted] = table_of_.emplace(std::move(key), static_cast<int32_t>(tables_.size()));
     if (!inserted) return tables_[it->second];
     MatchTable t;
@@ -603,12 +971,15 @@ class InterPodAffinity final : public engine::Plugin {
     if (tables_.size() <= kMaxMatchTables) return;
     tables_.clear();
     table_of_.clear();
+    ForgetKept();  // not needed for exactness; a rebuild after a reset is the simple rule
   }
 
-  void AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight) {
+  // Counts one term of a pod bound to `node`; returns its existing-term id, -1 when the
+  // node lacks the key (the term never counts, §3.2, §5).
+  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight) {
     Term term = Compile(t, ns);
     const int32_t d = Domain(term.slot, node);
-    if (d < 0) return;  // the node lacks the key: the term never counts (§3.2, §5)
+    if (d < 0) return -1;
     auto [it, inserted] = term_of_.emplace(term.Key(), static_cast<int32_t>(terms_.size()));
     if (inserted) terms_.push_back(ExistingTerm{std::move(term), {}, false, false});
     const int32_t id = it->second;
@@ -619,7 +990,7 @@ class InterPodAffinity final : public engine::Plugin {
         cell.required_anti += 1;
         if (!et.in_anti_list) anti_terms_.push_back(id);
         et.in_anti_list = true;
-        return;
+        return id;
       case TermKind::kRequiredAffinity:
         cell.required_aff += 1;
         break;
@@ -634,6 +1005,7 @@ class InterPodAffinity final : public engine::Plugin {
     }
     if (!et.in_score_list) score_terms_.push_back(id);
     et.in_score_list = true;
+    return id;
   }
 
   void UploadDomains() { Upload(domains_host_, &domains_); }
@@ -644,6 +1016,7 @@ class InterPodAffinity final : public engine::Plugin {
 
   InterPodAffinityArgs args_;
   bool match_label_keys_;
+  bool self_check_env_ = false;  // KPLACE_IPA_SELF_CHECK=1
   const Snapshot* snapshot_ = nullptr;
   int32_t n_ = 0;
   engine::Interner strings_;  // label keys, values and namespaces seen by this plugin
@@ -676,6 +1049,13 @@ class InterPodAffinity final : public engine::Plugin {
   int32_t num_score_keys_ = 0;
   vector<IpaKeyTable> score_keys_;
   vector<int64_t> score_values_;
+
+  // The last compiled pods' tables (their backend copies are filter_keys_, present_,
+  // score_keys_, score_values_) and the binds since the older of them.
+  FilterState filter_state_;
+  ScoreState score_state_;
+  std::deque<BoundPod> binds_;
+  int64_t binds_begin_ = 0;  // sequence number of binds_.front()
 };
 
 KPLACE_REGISTER_ENGINE_PLUGIN(InterPodAffinity, InterPodAffinity);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kplace/plugins/inter_pod_affinity_common.h"
 #include "tests/testing/inter_pod_affinity_builders.h"
 
 namespace kplace {
@@ -428,42 +429,64 @@ struct Gen {
   }
 };
 
-// Schedules `pods` one by one on the engine (Framework::Bind + Snapshot::Bind) and on the
-// reference (ObjectSet), comparing every phase before each bind; the node is drawn from
-// those that passed Filter. At the end a fresh engine over the bound cluster must agree
-// with the incrementally updated one.
+// A seeded random cluster scheduled on the engine (Framework::Bind + Snapshot::Bind) and
+// on the reference (ObjectSet); the bound cluster is kept for a fresh engine at the end.
+struct Differential {
+  Differential(uint64_t seed, int num_nodes, int zones, int num_pods)
+      : seed(seed), g(seed), cluster(g.Cluster(num_nodes, zones, num_pods)), args(Args(g.Int(0, 3), g.Chance(0.2))),
+        engine(cluster, args), reference(cluster, args), bound(cluster) {}
+
+  void Bind(const Pod& pod, int32_t node) {
+    engine.Bind(pod, node);
+    reference.Bind(pod, node);
+    bound.pods.push_back(pod);
+    bound.pods.back().node_name = cluster.nodes[node].meta.name;
+  }
+
+  // Runs `pod` on both, which must agree in every phase, and binds it to a node drawn
+  // from those that passed Filter (any node now and then, or when none did).
+  void Schedule(const Pod& pod, bool feasible_only) {
+    Outcome e = engine.Run(pod, feasible_only);
+    ASSERT_EQ(DiffOutcomes(e, reference.Run(pod, feasible_only)), "") << "seed " << seed << " pod " << pod.meta.name;
+    std::vector<int32_t> ok;
+    for (int32_t i = 0; i < static_cast<int32_t>(e.filter.size()); ++i) {
+      if (e.filter[i].IsSuccess()) ok.push_back(i);
+    }
+    Bind(pod, ok.empty() || g.Chance(0.1) ? g.Int(0, static_cast<int>(cluster.nodes.size()) - 1) : g.Pick(ok));
+  }
+
+  // A fresh engine over the bound cluster must agree with the incrementally updated one.
+  void CheckFresh(int probes) {
+    EngineRunner fresh(bound, args);
+    for (int k = 0; k < probes; ++k) {
+      Pod pod = g.RandomPod("probe" + std::to_string(k), 0.9, 0.0);
+      ASSERT_EQ(DiffOutcomes(engine.Run(pod), fresh.Run(pod)), "") << "seed " << seed << " probe " << k;
+    }
+  }
+
+  uint64_t seed;
+  Gen g;
+  ObjectSet cluster;
+  PluginArgs args;
+  EngineRunner engine;
+  ReferenceRunner reference;
+  ObjectSet bound;
+};
+
+// Schedules `incoming` random pods one by one, replicas of earlier ones among them.
 void RunSequence(uint64_t seed, int num_nodes, int zones, int num_pods, int incoming) {
-  Gen g(seed);
-  ObjectSet cluster = g.Cluster(num_nodes, zones, num_pods);
-  PluginArgs args = Args(g.Int(0, 3), g.Chance(0.2));
-  EngineRunner engine(cluster, args);
-  ReferenceRunner reference(cluster, args);
-  ObjectSet bound = cluster;
+  Differential t(seed, num_nodes, zones, num_pods);
+  Gen& g = t.g;
   std::vector<Pod> templates;
   for (int k = 0; k < incoming; ++k) {
     // Replicas of earlier pods reuse their term sets, and so the engine's cached tables.
     Pod pod = !templates.empty() && g.Chance(0.4) ? g.Pick(templates) : g.RandomPod("in", 0.85, 0.02);
     templates.push_back(pod);
     pod.meta.name = "in" + std::to_string(k);
-    const bool feasible_only = g.Chance(0.5);
-    Outcome e = engine.Run(pod, feasible_only);
-    Outcome r = reference.Run(pod, feasible_only);
-    ASSERT_EQ(DiffOutcomes(e, r), "") << "seed " << seed << " pod " << k;
-    std::vector<int32_t> ok;
-    for (int32_t i = 0; i < num_nodes; ++i) {
-      if (e.filter[i].IsSuccess()) ok.push_back(i);
-    }
-    int32_t node = ok.empty() || g.Chance(0.1) ? g.Int(0, num_nodes - 1) : g.Pick(ok);
-    engine.Bind(pod, node);
-    reference.Bind(pod, node);
-    bound.pods.push_back(pod);
-    bound.pods.back().node_name = cluster.nodes[node].meta.name;
+    t.Schedule(pod, g.Chance(0.5));
+    if (::testing::Test::HasFatalFailure()) return;
   }
-  EngineRunner fresh(bound, args);
-  for (int k = 0; k < 10; ++k) {
-    Pod pod = g.RandomPod("probe" + std::to_string(k), 0.9, 0.0);
-    ASSERT_EQ(DiffOutcomes(engine.Run(pod), fresh.Run(pod)), "") << "seed " << seed << " probe " << k;
-  }
+  t.CheckFresh(10);
 }
 
 TEST(InterPodAffinityTest, EngineMatchesReferenceSmallClusters) {
@@ -497,20 +520,32 @@ TEST(InterPodAffinityTest, CudaMatchesOmpAcrossBinds) {
   }
 }
 
+// `n` nodes with a hostname each, in three zones.
+ObjectSet HostsInThreeZones(int n) {
+  ObjectSet c;
+  for (int i = 0; i < n; ++i) {
+    std::string name = "n" + std::to_string(i);
+    c.nodes.push_back(TopoNode(name, {{"kubernetes.io/hostname", name}, {"zone", "z" + std::to_string(i % 3)}}));
+  }
+  return c;
+}
+
+// A replica that repels its peers per hostname and prefers their zone (weight 10).
+Pod WebReplica(const std::string& name) {
+  Pod pod = LabeledPod(name, "default", {{"app", "web"}});
+  RequireAnti(pod, Term(Sel({Req("app", "In", {"web"})}), "kubernetes.io/hostname"));
+  PreferAffinity(pod, 10, Term(Sel({Req("app", "In", {"web"})}), "zone"));
+  return pod;
+}
+
 TEST(InterPodAffinityTest, ReplicasSpreadByHostnameAntiAffinity) {
   // The quadratic upstream case: every replica repels the others per hostname. After k
   // binds exactly k nodes are excluded, and the engine agrees with the reference.
-  ObjectSet c;
-  for (int i = 0; i < 60; ++i) {
-    std::string n = "n" + std::to_string(i);
-    c.nodes.push_back(TopoNode(n, {{"kubernetes.io/hostname", n}, {"zone", "z" + std::to_string(i % 3)}}));
-  }
+  ObjectSet c = HostsInThreeZones(60);
   EngineRunner engine(c, Args(1));
   ReferenceRunner reference(c, Args(1));
   for (int k = 0; k < 40; ++k) {
-    Pod pod = LabeledPod("web-" + std::to_string(k), "default", {{"app", "web"}});
-    RequireAnti(pod, Term(Sel({Req("app", "In", {"web"})}), "kubernetes.io/hostname"));
-    PreferAffinity(pod, 10, Term(Sel({Req("app", "In", {"web"})}), "zone"));
+    Pod pod = WebReplica("web-" + std::to_string(k));
     Outcome e = engine.Run(pod, true);
     ASSERT_EQ(DiffOutcomes(e, reference.Run(pod, true)), "") << k;
     ASSERT_EQ(static_cast<int>(e.scored.size()), 60 - k);
@@ -518,6 +553,168 @@ TEST(InterPodAffinityTest, ReplicasSpreadByHostnameAntiAffinity) {
     engine.Bind(pod, node);
     reference.Bind(pod, node);
   }
+}
+
+// ---- replicas: incremental PreFilter/PreScore ----------------------------------------
+
+// Turns on the engine's self-check (every replay also rebuilt in full and compared) for
+// one test, and counts the calls by path from its start.
+class IncrementalCheck {
+ public:
+  IncrementalCheck() : d_(plugins::IpaIncrementalDebugState()), start_(Now()) { d_.self_check = true; }
+  ~IncrementalCheck() { d_.self_check = false; }
+  struct Counts {
+    int64_t prefilter_incremental, prefilter_rebuilt, prescore_incremental, prescore_rebuilt, mismatches;
+  };
+  Counts Since() const {
+    Counts n = Now();
+    return {n.prefilter_incremental - start_.prefilter_incremental, n.prefilter_rebuilt - start_.prefilter_rebuilt,
+            n.prescore_incremental - start_.prescore_incremental, n.prescore_rebuilt - start_.prescore_rebuilt,
+            n.mismatches - start_.mismatches};
+  }
+
+ private:
+  Counts Now() const {
+    return {d_.prefilter_incremental, d_.prefilter_rebuilt, d_.prescore_incremental, d_.prescore_rebuilt,
+            d_.mismatches};
+  }
+  plugins::IpaIncrementalDebug& d_;
+  Counts start_;
+};
+
+TEST(InterPodAffinityTest, ReplicasReplayBindsInsteadOfRebuilding) {
+  IncrementalCheck check;
+  ObjectSet c = HostsInThreeZones(30);
+  EngineRunner engine(c, Args(1));
+  ReferenceRunner reference(c, Args(1));
+  const Pod web = WebReplica("web");
+  auto run = [&](Pod pod, const std::string& name) {
+    pod.meta.name = name;
+    Outcome e = engine.Run(pod, true);
+    EXPECT_EQ(DiffOutcomes(e, reference.Run(pod, true)), "") << name;
+    if (e.scored.empty()) return;
+    engine.Bind(pod, e.scored[0]);
+    reference.Bind(pod, e.scored[0]);
+  };
+  // Replica 0 builds the tables; replica 1 rebuilds (its E and score tables appear with
+  // replica 0's bind); replicas 2-9 replay one bind each.
+  for (int k = 0; k < 10; ++k) run(web, "web-" + std::to_string(k));
+  IncrementalCheck::Counts n = check.Since();
+  EXPECT_EQ(n.prefilter_rebuilt, 2);
+  EXPECT_EQ(n.prefilter_incremental, 8);
+  EXPECT_EQ(n.prescore_rebuilt, 2);
+  EXPECT_EQ(n.prescore_incremental, 8);
+
+  // Another pod in between: it rebuilds, and so does the next replica; a replica with
+  // other labels does not compile the same.
+  run(LabeledPod("db", "default", {{"app", "db"}}), "db");
+  run(web, "web-10");
+  run(web, "web-11");
+  Pod relabeled = web;
+  relabeled.meta.labels["tier"] = "front";
+  run(relabeled, "web-12");
+  n = check.Since();
+  EXPECT_EQ(n.prefilter_rebuilt, 2 + 3);  // db, web-10, web-12
+  EXPECT_EQ(n.prefilter_incremental, 8 + 1);
+  EXPECT_EQ(n.mismatches, 0);
+
+  // Every node taken: the replicas fail Filter everywhere, replaying still.
+  for (int k = 13; k < 40; ++k) run(web, "web-" + std::to_string(k));
+  EXPECT_EQ(check.Since().mismatches, 0);
+  EXPECT_EQ(engine.Run(web).filter[0], PluginStatus::Make(Code::kUnschedulable, kAntiReason));
+}
+
+// A template whose terms often select its own labels, so its replicas see each other.
+Pod ReplicaTemplate(Gen& g) {
+  Pod p = g.RandomPod("tmpl", 1.0, 0.0);
+  const std::string app = g.Pick(g.values);
+  p.meta.labels["app"] = app;
+  if (!p.affinity) return p;
+  for (std::optional<PodAffinity>* a : {&p.affinity->pod_affinity, &p.affinity->pod_anti_affinity}) {
+    if (!*a) continue;
+    std::vector<PodAffinityTerm*> terms;
+    for (PodAffinityTerm& t : (*a)->required) terms.push_back(&t);
+    for (WeightedPodAffinityTerm& wt : (*a)->preferred) terms.push_back(&wt.term);
+    for (PodAffinityTerm* t : terms) {
+      if (g.Chance(0.6)) t->label_selector = Sel({}, {{"app", app}});
+    }
+  }
+  return p;
+}
+
+// Runs of identical replicas interleaved with other pods and with extra binds (pods of
+// other profiles), on the engine with its self-check on and on the reference, compared
+// phase by phase; a fresh engine over the final cluster must agree too.
+void RunReplicaRuns(uint64_t seed, int num_nodes, int zones, int num_pods, int runs, IncrementalCheck::Counts* total) {
+  IncrementalCheck check;
+  Differential t(seed, num_nodes, zones, num_pods);
+  Gen& g = t.g;
+  int calls = 0;
+  for (int run = 0; run < runs; ++run) {
+    const Pod tmpl = ReplicaTemplate(g);
+    for (int r = g.Int(2, 12); r > 0; --r) {
+      Pod pod = g.Chance(0.12) ? g.RandomPod("other", 0.85, 0.02) : tmpl;
+      pod.meta.name = "p" + std::to_string(calls++);
+      t.Schedule(pod, g.Chance(0.6));
+      if (::testing::Test::HasFatalFailure()) return;
+      for (int extra = g.Chance(0.25) ? g.Int(1, 3) : 0; extra > 0; --extra) {
+        Pod p = g.Chance(0.5) ? tmpl : g.RandomPod("x", 0.5, 0.02);
+        p.meta.name = "x" + std::to_string(calls++);
+        t.Bind(p, g.Int(0, num_nodes - 1));
+      }
+    }
+  }
+  t.CheckFresh(5);
+  if (::testing::Test::HasFatalFailure()) return;
+  IncrementalCheck::Counts n = check.Since();
+  EXPECT_EQ(n.mismatches, 0) << "seed " << seed;
+  total->prefilter_incremental += n.prefilter_incremental;
+  total->prefilter_rebuilt += n.prefilter_rebuilt;
+  total->prescore_incremental += n.prescore_incremental;
+  total->prescore_rebuilt += n.prescore_rebuilt;
+}
+
+TEST(InterPodAffinityTest, ReplicaRunsMatchReferenceAndFullRebuild) {
+  IncrementalCheck::Counts total{};
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    Gen g(seed * 104729);
+    RunReplicaRuns(seed, g.Int(50, 300), g.Int(3, 10), g.Int(0, 300), 8, &total);
+    if (HasFatalFailure()) return;
+  }
+  RunReplicaRuns(501, 2000, 10, 1500, 6, &total);
+  if (HasFatalFailure()) return;
+  RunReplicaRuns(502, 1000, 3, 200, 6, &total);
+  // Most replicas replay; the rest (first of a run, layout changes) rebuild.
+  EXPECT_GT(total.prefilter_incremental, total.prefilter_rebuilt) << total.prefilter_rebuilt;
+  EXPECT_GT(total.prescore_incremental, 100) << total.prescore_rebuilt;
+}
+
+TEST(InterPodAffinityTest, CudaMatchesOmpAcrossReplicaRuns) {
+  if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
+  IncrementalCheck check;
+  Gen g(777);
+  ObjectSet cluster = g.Cluster(1500, 7, 1000);
+  PluginArgs args = Args(2);
+  EngineRunner omp(cluster, args, {}, engine::Backend::kOmp);
+  EngineRunner cuda(cluster, args, {}, engine::Backend::kCuda);
+  int k = 0;
+  for (int run = 0; run < 8; ++run) {
+    const Pod tmpl = ReplicaTemplate(g);
+    for (int r = 0; r < 10; ++r, ++k) {
+      Pod pod = tmpl;
+      pod.meta.name = "p" + std::to_string(k);
+      Outcome o = omp.Run(pod, k % 2 == 0);
+      ASSERT_EQ(DiffOutcomes(cuda.Run(pod, k % 2 == 0), o), "") << k;
+      // Several binds between replicas now and then: more than one element changes.
+      for (int b = r % 4 == 0 ? 20 : 1; b > 0; --b) {
+        int32_t node = g.Int(0, 1499);
+        omp.Bind(pod, node);
+        cuda.Bind(pod, node);
+      }
+    }
+  }
+  EXPECT_EQ(check.Since().mismatches, 0);
+  EXPECT_GT(check.Since().prefilter_incremental, 0);
 }
 
 }  // namespace

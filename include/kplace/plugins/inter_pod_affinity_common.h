@@ -3,6 +3,8 @@
 // pod's affinity terms reach the scheduler (admission's matchLabelKeys rewrite) and
 // upstream's parse errors, word for word (interpodaffinity.md §2.4, §2.5). Matching
 // itself is written separately on each side. Host-only: no Abseil, no CUDA.
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,5 +44,24 @@ std::string IpaLabelSelectorError(const LabelSelector& selector);
 
 /** Go's utilerrors.NewAggregate(errs).Error(): bare when one, "[a, b]" (deduplicated) otherwise. */
 std::string IpaAggregateErrors(const std::vector<std::string>& errors);
+
+/** Test hooks of the engine plugin's incremental PreFilter and PreScore (consecutive pods
+ *  that compile the same replay the binds since instead of rebuilding), shared by every
+ *  plugin instance on both backends. */
+struct IpaIncrementalDebug {
+  /** After every replay also rebuild in full and compare; a difference is counted in
+   *  `mismatches` and returned as an Error naming the pod. KPLACE_IPA_SELF_CHECK=1 in the
+   *  environment does the same for plugins created while it is set. */
+  std::atomic<bool> self_check{false};
+  /** Calls by path. */
+  std::atomic<int64_t> prefilter_incremental{0}, prefilter_rebuilt{0};
+  std::atomic<int64_t> prescore_incremental{0}, prescore_rebuilt{0};
+  std::atomic<int64_t> mismatches{0};
+};
+
+inline IpaIncrementalDebug& IpaIncrementalDebugState() {
+  static IpaIncrementalDebug state;
+  return state;
+}
 
 }  // namespace kplace::plugins
