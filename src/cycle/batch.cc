@@ -240,8 +240,11 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& sig
   bool stopped = false;
   for (int32_t v = 0; v < m && !stopped;) {
     const int32_t c = std::min(chunk, m - v);
-    chunk_.clear();
-    for (int32_t j = 0; j < c; ++j, pos = pos + 1 == m ? 0 : pos + 1) chunk_.push_back(cand[pos]);
+    chunk_.resize(c);  // the next c candidates from pos, wrapping
+    const int32_t head = std::min(c, m - pos);
+    std::copy(cand.begin() + pos, cand.begin() + pos + head, chunk_.begin());
+    std::copy(cand.begin(), cand.begin() + (c - head), chunk_.begin() + head);
+    pos = (pos + c) % m;
     fw_->FilterRun(pre, chunk_, &verdict_chunk_);
     const int16_t* failed = verdict_chunk_.failed_plugin.data();
     const engine::VerdictCode* codes = verdict_chunk_.code.data();

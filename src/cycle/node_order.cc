@@ -61,19 +61,26 @@ size_t SelectHostHeap(const std::vector<int64_t>& totals) {
   // left. So after Init the root is, recursively, the subtree's own element when it ties
   // the subtree maximum, else the left subtree's winner when that holds the maximum, else
   // the right's: the first maximum in preorder of the implicit tree. Pop returns the root.
-  // One pass, no heap: compare positions by their root-to-node path, left-aligned to the
-  // deepest level (an ancestor sorts before its descendants).
+  // No heap: the maximum, then the first of its positions in preorder.
   const size_t n = totals.size();
   if (n == 0) return 0;
-  auto depth = [](uint64_t one_based) { return 63 - __builtin_clzll(one_based); };
-  auto preorder_key = [&](size_t i) {
+  const int64_t best_total = *std::max_element(totals.begin(), totals.end());
+  // Preorder key of position i: its 1-based path left-aligned to depth 40, then its depth
+  // (an ancestor shares its leftmost descendant's path and sorts first).
+  auto preorder_key = [](size_t i) {
     const uint64_t p = static_cast<uint64_t>(i) + 1;
-    const int d = depth(p);
-    return std::make_pair(p << (40 - d), d);
+    const int d = 63 - __builtin_clzll(p);
+    return (p << (40 - d)) << 6 | static_cast<uint64_t>(d);
   };
-  size_t best = 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (totals[i] > totals[best] || (totals[i] == totals[best] && preorder_key(i) < preorder_key(best))) best = i;
+  size_t best = n;
+  uint64_t best_key = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (totals[i] != best_total) continue;
+    const uint64_t key = preorder_key(i);
+    if (best == n || key < best_key) {
+      best = i;
+      best_key = key;
+    }
   }
   return best;
 }
