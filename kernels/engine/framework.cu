@@ -296,21 +296,31 @@ class BackendFramework final : public engine::Framework {
         any_other = true;
       }
     }
+    // Node-local verdicts are kept per node for the run and computed on first visit; a
+    // bind makes the bound node's stale.
     if (!run_filter_valid_ || local_skip != run_local_skip_) {
-      FirstFailure(local_skip, n, &run_local_);
       run_local_skip_ = local_skip;
       run_filter_valid_ = true;
-      run_dirty_.clear();
-    } else if (!run_dirty_.empty()) {
-      // Nodes bound since: the node-local plugins again, on those nodes only.
-      std::sort(run_dirty_.begin(), run_dirty_.end());
-      run_dirty_.erase(std::unique(run_dirty_.begin(), run_dirty_.end()), run_dirty_.end());
-      FirstFailureOn(local_skip, run_dirty_);
-      for (size_t j = 0; j < run_dirty_.size(); ++j) {
-        run_local_.failed_plugin[run_dirty_[j]] = listed_failed_[j];
-        run_local_.code[run_dirty_[j]] = listed_code_[j];
+      run_local_valid_.assign(n, 0);
+      run_local_.failed_plugin.resize(n);
+      run_local_.code.resize(n);
+    } else {
+      for (NodeIndex d : run_dirty_) run_local_valid_[d] = 0;
+    }
+    run_dirty_.clear();
+    missing_.clear();
+    for (NodeIndex i : nodes) {
+      if (!run_local_valid_[i]) {
+        run_local_valid_[i] = 1;
+        missing_.push_back(i);
       }
-      run_dirty_.clear();
+    }
+    if (!missing_.empty()) {
+      FirstFailureOn(local_skip, missing_);
+      for (size_t j = 0; j < missing_.size(); ++j) {
+        run_local_.failed_plugin[missing_[j]] = listed_failed_[j];
+        run_local_.code[missing_[j]] = listed_code_[j];
+      }
     }
     const size_t c = nodes.size();
     out->failed_plugin.resize(c);
@@ -412,30 +422,9 @@ class BackendFramework final : public engine::Framework {
     return true;
   }
 
-  /** First failure per node over the Filter plugins not marked in `skip`, on every node,
-   *  into host `out`. */
-  void FirstFailure(const std::vector<bool>& skip, int32_t n, FilterResult* out) {
-    int16_t* failed = Scratch(&failed_, n);
-    VerdictCode* code = Scratch(&code_, n);
-    VerdictCode* codes = Scratch(&codes_, n);
-    FillN(failed, n, int16_t{0});
-    FillN(code, n, VerdictCode{0});
-    auto first = thrust::make_zip_iterator(thrust::make_tuple(failed, code));
-    for (size_t f = 0; f < filter_.size(); ++f) {
-      if (skip[f]) continue;
-      filter_[f]->Filter(n, codes);
-      WithPolicy(
-          n, [&](auto p) { thrust::transform(p, first, first + n, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
-          kOmpLightSerialBelow);
-    }
-    out->failed_plugin.resize(n);
-    out->code.resize(n);
-    Download(failed_, n, out->failed_plugin.data());
-    Download(code_, n, out->code.data());
-  }
-
-  /** The same on the listed nodes only, into listed_failed_ / listed_code_ (host). Plugins
-   *  without FilterNodes filter every node once per pod and are gathered. */
+  /** First failure per listed node over the Filter plugins not marked in `skip`, into
+   *  listed_failed_ / listed_code_ (host). Plugins without FilterNodes filter every node
+   *  once per pod and are gathered. */
   void FirstFailureOn(const std::vector<bool>& skip, const std::vector<NodeIndex>& nodes) {
     const int32_t n = snapshot_->num_nodes();
     const int32_t c = static_cast<int32_t>(nodes.size());
@@ -574,6 +563,7 @@ class BackendFramework final : public engine::Framework {
   bool run_filter_valid_ = false;
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
+  std::vector<uint8_t> run_local_valid_;  // run_local_ holds node i's verdict
   std::vector<NodeIndex> run_dirty_, missing_;
   std::vector<ScoreCache> run_scores_;
   vector<NodeIndex> run_window_, listed_nodes_, missing_nodes_;

@@ -154,14 +154,19 @@ class NodeVolumeLimits final : public engine::Plugin {
     return counted ? PluginStatus::Success() : PluginStatus::Skip();
   }
 
-  void Filter(int32_t n, VerdictCode* codes) override {
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, FilterFn()); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, FilterFn());
+    return true;
+  }
+  NvlFilterFn FilterFn() const {
     plugins::NvlNodeView v{n_,          has_csinode_.ptr(), has_limits_.ptr(), error_.ptr(),
                            limit_.ptr(), installed_.ptr(),   count_.ptr()};
     plugins::NvlParams p = params_;
     p.dedup_nodes = dedup_nodes_.ptr();
     p.num_dedup = static_cast<int32_t>(dedup_nodes_.host.size());
     p.dedup_counts = dedup_counts_.ptr();
-    ForEachNode(n, codes, NvlFilterFn{v, p});
+    return NvlFilterFn{v, p};
   }
 
   PluginStatus Verdict(VerdictCode code) const override {

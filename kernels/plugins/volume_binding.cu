@@ -124,6 +124,12 @@ class VolumeBinding final : public engine::Plugin {
     ForEachNode(n, codes, VbFilterFn{plugins::VbNodeView{migrated_.ptr()}, Params()});
     filter_ran_ = true;
   }
+  // Each node's verdict and score are its own; Score reads only nodes that passed Filter.
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, VbFilterFn{plugins::VbNodeView{migrated_.ptr()}, Params()});
+    filter_ran_ = true;
+    return true;
+  }
 
   PluginStatus Verdict(VerdictCode code) const override {
     if (code & plugins::kVbError) return PluginStatus::Error(errors_[code & ~plugins::kVbError]);

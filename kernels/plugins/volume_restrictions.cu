@@ -118,10 +118,14 @@ class VolumeRestrictions final : public engine::Plugin {
     return PluginStatus::Success();
   }
 
-  void Filter(int32_t n, VerdictCode* codes) override {
-    plugins::VolumeRestrictionsParams p{conflict_nodes_.ptr(), static_cast<int32_t>(conflict_nodes_.host.size()),
-                                        rwop_conflict_};
-    ForEachNode(n, codes, VrFilterFn{p});
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, FilterFn()); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, FilterFn());
+    return true;
+  }
+  VrFilterFn FilterFn() const {
+    return VrFilterFn{plugins::VolumeRestrictionsParams{
+        conflict_nodes_.ptr(), static_cast<int32_t>(conflict_nodes_.host.size()), rwop_conflict_}};
   }
 
   PluginStatus Verdict(VerdictCode code) const override {

@@ -92,13 +92,18 @@ class VolumeZone final : public engine::Plugin {
     return PluginStatus::Success();
   }
 
-  void Filter(int32_t n, VerdictCode* codes) override {
+  void Filter(int32_t n, VerdictCode* codes) override { ForEachNode(n, codes, FilterFn()); }
+  bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
+    ForListedNodes(nodes, count, codes, FilterFn());
+    return true;
+  }
+  VzFilterFn FilterFn() const {
     plugins::VolumeZoneNodeView v{};
     for (int k = 0; k < plugins::kVzNumKeys; ++k) v.value[k] = values_[k].ptr();
     v.has_any = has_any_.ptr();
     plugins::VolumeZoneParams p = params_;
     p.allowed = allowed_.ptr();
-    ForEachNode(n, codes, VzFilterFn{v, p});
+    return VzFilterFn{v, p};
   }
 
   PluginStatus Verdict(VerdictCode code) const override {

@@ -340,9 +340,8 @@ TEST(BatchTest, HostPortsOnePodPerNode) {
 }
 
 TEST(BatchTest, PluginsWithoutFilterNodesMatchPerPod) {
-  // VolumeRestrictions is not node-local and filters every node at once: the batched cycle
-  // filters with it once per pod and reads the visited nodes. A read-write GCE disk fits
-  // one pod per node.
+  // VolumeRestrictions is not node-local: the batched cycle filters with it per pod on the
+  // visited nodes only. A read-write GCE disk fits one pod per node.
   Scenario s;
   for (int i = 0; i < 30; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "8"}, {"pods", "110"}}));
   for (int i = 0; i < 40; ++i) {
