@@ -321,17 +321,24 @@ int RunBench(int argc, char** argv) {
     results.push_back(std::move(*r));
   }
   if (results.size() > 1) {
-    std::printf("\n%-44s %10s %10s %8s %10s %10s\n", "workload", "engine avg", "ref avg", "ratio", "eng p50 us",
-                "ref p50 us");
+    // Engine = the batched path (unless --batch 1); with --verify, the engine's per-pod
+    // path on the same pods, as overall pods/s.
+    std::printf("\n%-52s %10s %10s %10s %10s %9s %9s %9s\n", "workload", "engine avg", "per-pod", "ref avg", "ratio",
+                "eng p50us", "ref p50us", "identical");
     for (const auto& r : results) {
-      if (!options.run_reference) {
-        std::printf("%-44s %10.1f %10s %8s %10.1f %10s\n", (r.workload + "/" + r.variant).c_str(),
-                    r.engine.throughput.average, "-", "-", r.engine.p50_us, "-");
-        continue;
+      const std::string name = r.workload + "/" + r.variant;
+      char per_pod[32] = "-", ref[32] = "-", ratio[32] = "-", ref_p50[32] = "-";
+      if (r.verified) std::snprintf(per_pod, sizeof per_pod, "%.1f", r.verify_per_pod_pods_per_second);
+      if (options.run_reference) {
+        std::snprintf(ref, sizeof ref, "%.1f", r.reference.throughput.average);
+        std::snprintf(ratio, sizeof ratio, "%.1fx", r.speedup);
+        std::snprintf(ref_p50, sizeof ref_p50, "%.1f", r.reference.p50_us);
       }
-      std::printf("%-44s %10.1f %10.1f %7.1fx %10.1f %10.1f%s\n", (r.workload + "/" + r.variant).c_str(),
-                  r.engine.throughput.average, r.reference.throughput.average, r.speedup, r.engine.p50_us,
-                  r.reference.p50_us, r.mismatches ? "  MISMATCH" : (r.reference.capped ? "  (ref capped)" : ""));
+      std::string identical = !options.run_reference ? "-" : r.mismatches ? "MISMATCH" : StrCat(r.compared);
+      if (r.verified && !r.verify_same) identical += " VERIFY-DIFF";
+      if (options.run_reference && r.reference.capped) identical += " (ref capped)";
+      std::printf("%-52s %10.1f %10s %10s %10s %9.1f %9s %9s\n", name.c_str(), r.engine.throughput.average, per_pod, ref,
+                  ratio, r.engine.p50_us, ref_p50, identical.c_str());
     }
   }
   if (!json_file.empty()) {
