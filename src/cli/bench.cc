@@ -312,7 +312,7 @@ int RunBench(int argc, char** argv) {
     if (r->verified) {
       std::printf("verify (engine, batch %d): per-pod %.1f pods/s, batched %.1f pods/s: %s\n", r->batch,
                   r->verify_per_pod_pods_per_second, r->verify_batched_pods_per_second,
-                  r->verify_same ? "every placement, message and the final start index identical"
+                  r->verify_same ? "every placement, message, score and the final start index identical"
                                  : ("DIFFER: " + r->verify_first_mismatch).c_str());
       if (!r->verify_same) rc = 1;
     }
