@@ -73,6 +73,7 @@ class VolumeRestrictions final : public engine::Plugin {
     for (NodeIndex i = 0; i < s.num_nodes(); ++i) {
       for (const Pod* p : s.pods_on(i)) AddPod(*p, i);
     }
+    cache_.Get(s.objects());  // decoded up front, as VolumeZone (errors still reach pods with claims)
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override { AddPod(pod, node); }

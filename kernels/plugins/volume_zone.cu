@@ -46,6 +46,9 @@ class VolumeZone final : public engine::Plugin {
       values_[k].Upload();
     }
     has_any_.Upload();
+    // Decode the storage objects now rather than in the first pod's cycle; a decode error
+    // is kept and reported to pods with claims, as before.
+    cache_.Get(s.objects());
   }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>*, bool*) override {
