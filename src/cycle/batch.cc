@@ -14,17 +14,32 @@ namespace {
 
 // A byte-exact, unambiguous encoding: strings are length-prefixed, optionals and lists
 // carry a presence flag or a count, so distinct pods never encode alike.
+// With `expect`, it compares instead of writing: Matches() tells whether the encoding
+// would equal `*expect`, without building it.
 class Encoder {
  public:
+  Encoder() = default;
+  explicit Encoder(const std::string* expect) : expect_(expect) {}
   std::string Take() { return std::move(out_); }
+  bool Matches() const { return same_ && pos_ == expect_->size(); }
 
-  void Raw(const void* p, size_t n) { out_.append(static_cast<const char*>(p), n); }
+  void Raw(const void* p, size_t n) {
+    if (expect_ == nullptr) {
+      out_.append(static_cast<const char*>(p), n);
+      return;
+    }
+    if (same_ && (pos_ + n > expect_->size() || std::memcmp(expect_->data() + pos_, p, n) != 0)) same_ = false;
+    pos_ += n;
+  }
   void U32(uint32_t v) { Raw(&v, sizeof v); }
   void I64(int64_t v) { Raw(&v, sizeof v); }
-  void Bool(bool v) { out_.push_back(v ? '\1' : '\0'); }
+  void Bool(bool v) {
+    const char c = v ? '\1' : '\0';
+    Raw(&c, 1);
+  }
   void Str(const std::string& s) {
     U32(static_cast<uint32_t>(s.size()));
-    out_.append(s);
+    Raw(s.data(), s.size());
   }
   void Q(const Quantity& q) {
     __int128 n = q.nanos();
@@ -105,14 +120,14 @@ class Encoder {
 
  private:
   std::string out_;
+  const std::string* expect_ = nullptr;
+  size_t pos_ = 0;
+  bool same_ = true;
 };
 
-}  // namespace
-
-std::string SchedulingSignature(const Pod& pod) {
+void EncodePod(const Pod& pod, Encoder& e) {
   // Every Pod field but meta.name, meta.uid and the creation time. A field added to Pod
   // must be added here too, or pods differing only in it would share kept verdicts.
-  Encoder e;
   const ObjectMeta& m = pod.meta;
   e.Str(m.namespace_);
   e.StrMap(m.labels);
@@ -175,20 +190,33 @@ std::string SchedulingSignature(const Pod& pod) {
     e.Str(v.source_json);
   });
   e.Str(pod.phase);
+}
+
+}  // namespace
+
+std::string SchedulingSignature(const Pod& pod) {
+  Encoder e;
+  EncodePod(pod, e);
   return e.Take();
+}
+
+bool HasSchedulingSignature(const Pod& pod, const std::string& signature) {
+  Encoder e(&signature);
+  EncodePod(pod, e);
+  return e.Matches();
 }
 
 BatchCycle::BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch)
     : fw_(framework), order_(order), max_batch_(std::max(1, max_batch)) {}
 
-BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, const std::string& signature, int32_t percentage,
-                                          TieBreak tie_break, std::mt19937_64* rng, int32_t* next_start) {
+BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break,
+                                          std::mt19937_64* rng, int32_t* next_start) {
   Decision out;
   const int32_t n = static_cast<int32_t>(order_->size());
-  if (run_pods_ == 0 || run_pods_ >= max_batch_ || signature != signature_) {
+  if (run_pods_ == 0 || run_pods_ >= max_batch_ || !HasSchedulingSignature(pod, signature_)) {
     run_first_ = pod;
     fw_->BeginRun(run_first_);
-    signature_ = signature;
+    signature_ = SchedulingSignature(pod);
     run_pods_ = 0;
   }
   ++run_pods_;

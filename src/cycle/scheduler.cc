@@ -412,7 +412,7 @@ class CycleScheduler final : public Scheduler {
   Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out) {
     const int32_t percentage = profile.percentage_of_nodes_to_score.value_or(config_.percentage_of_nodes_to_score);
     BatchCycle::Decision d =
-        batch.Schedule(pod, SchedulingSignature(pod), percentage, options_.tie_break, &rng_, &next_start_);
+        batch.Schedule(pod, percentage, options_.tie_break, &rng_, &next_start_);
     out.code = d.code;
     out.message = std::move(d.message);
     out.feasible = d.feasible;

@@ -235,6 +235,7 @@ TEST(BatchTest, SignatureIgnoresNameUidAndCreationOnly) {
   b.meta.creation_unix = 6;
   b.meta.creation_timestamp = "2024-01-01T00:00:01Z";
   EXPECT_EQ(SchedulingSignature(a), SchedulingSignature(b));
+  EXPECT_TRUE(HasSchedulingSignature(b, SchedulingSignature(a)));
 
   std::vector<Pod> variants(9, a);
   variants[0].meta.namespace_ = "other";
@@ -248,7 +249,14 @@ TEST(BatchTest, SignatureIgnoresNameUidAndCreationOnly) {
   variants[8].topology_spread_constraints.push_back(testing::HardSpread(1, kZone, std::nullopt));
   for (size_t i = 0; i < variants.size(); ++i) {
     EXPECT_NE(SchedulingSignature(a), SchedulingSignature(variants[i])) << "variant " << i;
+    EXPECT_FALSE(HasSchedulingSignature(variants[i], SchedulingSignature(a))) << "variant " << i;
+    EXPECT_TRUE(HasSchedulingSignature(variants[i], SchedulingSignature(variants[i]))) << "variant " << i;
   }
+  // A prefix or an extension of the encoding is not a match.
+  const std::string sig = SchedulingSignature(a);
+  EXPECT_FALSE(HasSchedulingSignature(a, sig.substr(0, sig.size() - 1)));
+  EXPECT_FALSE(HasSchedulingSignature(a, sig + "x"));
+  EXPECT_FALSE(HasSchedulingSignature(a, ""));
   // Field boundaries are encoded: moving a character between strings changes the bytes.
   Pod c = a, d = a;
   c.meta.labels = {{"ab", "c"}};

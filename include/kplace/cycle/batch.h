@@ -32,6 +32,8 @@ namespace kplace::cycle {
  * Pods with equal signatures in one profile compile to the same plugin parameters.
  */
 std::string SchedulingSignature(const Pod& pod);
+/** SchedulingSignature(pod) == signature, decided without building the encoding. */
+bool HasSchedulingSignature(const Pod& pod, const std::string& signature);
 
 /**
  * The batched cycle of one profile on an engine framework: the per-pod cycle's steps
@@ -53,12 +55,13 @@ class BatchCycle {
    *  this; at most `max_batch` consecutive pods share one run. */
   BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch);
 
-  /** @brief One cycle for `pod`, whose signature is `signature`: the decision the per-pod
-   *  cycle makes from the same state, advancing `*next_start` exactly as it does. Does not
-   *  bind: the caller records the pod on `host` through Framework::Bind of every profile,
-   *  which is how each run learns which node changed. */
-  Decision Schedule(const Pod& pod, const std::string& signature, int32_t percentage, TieBreak tie_break,
-                    std::mt19937_64* rng, int32_t* next_start);
+  /** @brief One cycle for `pod`: the decision the per-pod cycle makes from the same state,
+   *  advancing `*next_start` exactly as it does. A pod whose scheduling signature differs
+   *  from the run's starts a new run. Does not bind: the caller records the pod on `host`
+   *  through Framework::Bind of every profile, which is how each run learns which node
+   *  changed. */
+  Decision Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break, std::mt19937_64* rng,
+                    int32_t* next_start);
 
  private:
   struct Verdict {
