@@ -1,6 +1,8 @@
 #pragma once
 // Kubernetes name validation used by selectors and resource classification.
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace kplace {
 
@@ -11,5 +13,18 @@ bool IsQualifiedName(std::string_view s);
 bool IsValidLabelValue(std::string_view s);
 /** A DNS-1123 subdomain: at most 253 characters of dot-separated lower-case labels. */
 bool IsDns1123Subdomain(std::string_view s);
+
+// apimachinery's validation error lists (util/validation), message for message: plugins
+// quote them in PreFilter errors.
+/** validation.IsQualifiedName. */
+std::vector<std::string> QualifiedNameErrors(std::string_view value);
+/** validation.IsValidLabelValue. */
+std::vector<std::string> LabelValueErrors(std::string_view value);
+/** validation.IsDNS1123Subdomain. */
+std::vector<std::string> Dns1123SubdomainErrors(std::string_view value);
+/** Go's strconv.Quote (fmt's %q), UTF-8 aware. */
+std::string GoQuote(std::string_view s);
+/** fmt's %#v of a []string; an empty list prints as nil. */
+std::string GoStringSlice(const std::vector<std::string>& values);
 
 }  // namespace kplace
