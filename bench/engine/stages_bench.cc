@@ -1,11 +1,12 @@
 // Per-stage micro-benchmarks of the engine's plugins on omp: BM_<Plugin><Stage> for
 // Filter (every node), Score (every node: an upper bound, the cycle scores only the
 // feasible window), NormalizeScore, BindUpdate (OnBind after a pod is bound), and the
-// cycle's host selection (BM_CycleSelectHost). 5,000 and 50,000 nodes over 10 zones, two
+// cycle's host selection (BM_CycleSelectHost), and one whole batched cycle per pod
+// (BM_CycleBatchedPod, SchedulingBasic). 5,000 and 50,000 nodes over 10 zones, two
 // existing pods per node, one incoming pod that gives every plugin work: requests, a host
 // port, a toleration, required and preferred node affinity, required anti-affinity and
 // preferred affinity, a hard and a soft spread constraint, and an image.
-// Items processed = nodes per iteration.
+// Items processed = nodes per iteration (pods for BM_CycleBatchedPod).
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -16,7 +17,10 @@
 
 #include "bench/plugin_harness.h"
 #include "kplace/common/strings.h"
+#include "kplace/bench/workload.h"
+#include "kplace/config/config.h"
 #include "kplace/cycle/node_order.h"
+#include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 
 namespace kplace::bench {
@@ -185,6 +189,29 @@ void BM_CycleSelectHost(benchmark::State& state) {
   state.counters["window"] = window;
 }
 BENCHMARK(BM_CycleSelectHost)->Arg(5000)->Arg(50000)->UseRealTime();
+
+void BM_CycleBatchedPod(benchmark::State& state) {
+  // One whole batched cycle per iteration on omp: the window scan from the start index,
+  // the scores of the feasible window, selection and the bind, for SchedulingBasic's pod
+  // (a run of replicas) on its node template. Iterations are capped so nodes never fill.
+  auto w = LoadWorkload("SchedulingBasic");
+  if (!w.ok()) return state.SkipWithError(std::string(w.status().message()).c_str());
+  SelectNodes(*w, static_cast<int32_t>(state.range(0)));
+  auto cluster = BuildCluster(*w);
+  PodGroup group = w->measured;
+  group.count = 20000;
+  auto pods = BuildPods(group, "pod");
+  if (!cluster.ok() || !pods.ok()) return state.SkipWithError("cannot build the workload");
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  auto scheduler = cycle::Scheduler::Create(*cluster, DefaultSchedulerConfig(), options);
+  if (!scheduler.ok()) return state.SkipWithError(std::string(scheduler.status().message()).c_str());
+  size_t next = 0;
+  for (auto _ : state) benchmark::DoNotOptimize((*scheduler)->Schedule((*pods)[next++ % pods->size()]));
+  state.SetItemsProcessed(state.iterations());
+  state.counters["nodes"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_CycleBatchedPod)->Arg(5000)->Arg(50000)->Iterations(20000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 #define KPLACE_STAGE(plugin, stage, tag)                                                                   \
   void BM_##plugin##tag(benchmark::State& state) { RunStage(state, #plugin, stage); }                      \
