@@ -32,9 +32,25 @@ class ResourceColumns {
       for (const auto& [name, v] : nodes[i].allocatable.scalars) SlotOf(name);
       for (const auto& [name, v] : nodes[i].requested.scalars) SlotOf(name);
     }
-    alloc_scalar_.host.assign(static_cast<size_t>(slots_.size()) * n_, 0);
-    req_scalar_.host.assign(alloc_scalar_.host.size(), 0);
-    for (NodeIndex i = 0; i < n_; ++i) SetNode(i, nodes[i], /*upload=*/false);
+    // Sparse scalars: per node, the slots it has allocatable or requested, sorted.
+    scalar_offsets_.host.assign(n_ + 1, 0);
+    scalar_slot_.host.clear();
+    alloc_scalar_.host.clear();
+    req_scalar_.host.clear();
+    for (NodeIndex i = 0; i < n_; ++i) {
+      std::map<int32_t, std::pair<int64_t, int64_t>> entries;  // slot -> (allocatable, requested)
+      for (const auto& [name, v] : nodes[i].allocatable.scalars) entries[slots_.at(name)].first = v;
+      for (const auto& [name, v] : nodes[i].requested.scalars) entries[slots_.at(name)].second = v;
+      for (const auto& [slot, amounts] : entries) {
+        scalar_slot_.host.push_back(slot);
+        alloc_scalar_.host.push_back(amounts.first);
+        req_scalar_.host.push_back(amounts.second);
+      }
+      scalar_offsets_.host[i + 1] = static_cast<int32_t>(scalar_slot_.host.size());
+      SetNode(i, nodes[i]);
+    }
+    scalar_offsets_.Upload();
+    scalar_slot_.Upload();
     for (Column<int64_t>* c : All()) c->Upload();
   }
 
@@ -48,17 +64,31 @@ class ResourceColumns {
       has_last_ = true;
     }
     const NodeResources& delta = last_delta_;
+    std::vector<std::pair<int32_t, int64_t>>& scalar_adds = scalar_adds_;  // (entry, amount)
+    scalar_adds.clear();
     for (const auto& [name, v] : delta.requested.scalars) {
-      if (!slots_.count(name)) {  // a scalar no node had: grow the columns
+      if (v == 0) continue;
+      const int32_t entry = FindEntry(i, FindSlot(name));
+      if (entry < 0) {  // a scalar this node had no entry for: lay the entries out again
         Rebuild(s);
         return;
       }
+      scalar_adds.emplace_back(entry, v);
     }
     auto add = [](Column<int64_t>& c, size_t k, int64_t v) {
       if (v != 0) c.Set(k, c.host[k] + v);
     };
     EachRequestColumn(i, delta, add);
-    for (const auto& [name, v] : delta.requested.scalars) add(req_scalar_, static_cast<size_t>(slots_.at(name)) * n_ + i, v);
+    for (const auto& [entry, v] : scalar_adds) add(req_scalar_, static_cast<size_t>(entry), v);
+  }
+
+  /** Node i's entry for scalar `slot`, -1 when it has none. */
+  int32_t FindEntry(NodeIndex i, int32_t slot) const {
+    if (slot < 0) return -1;
+    for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) {
+      if (scalar_slot_.host[k] == slot) return k;
+    }
+    return -1;
   }
 
   /** Column slot of a scalar resource, or -1 when no node has it. */
@@ -70,7 +100,8 @@ class ResourceColumns {
   FitNodeView View() const {
     return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
                        req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
-                       pod_count_.ptr(), alloc_scalar_.ptr(), req_scalar_.ptr()};
+                       pod_count_.ptr(), scalar_offsets_.ptr(), scalar_slot_.ptr(), alloc_scalar_.ptr(),
+                       req_scalar_.ptr()};
   }
   bool pod_level() const { return pod_level_; }
 
@@ -97,26 +128,14 @@ class ResourceColumns {
     f(pod_count_, i, r.pod_count);
   }
 
-  void SetNode(NodeIndex i, const NodeResources& r, bool upload) {
-    auto set = [&](Column<int64_t>& c, size_t k, int64_t v) {
-      if (upload) {
-        if (c.host[k] != v) c.Set(k, v);
-      } else {
-        c.host[k] = v;
-      }
-    };
+  /** Node i's dense columns on the host (Build uploads them). */
+  void SetNode(NodeIndex i, const NodeResources& r) {
+    auto set = [](Column<int64_t>& c, size_t k, int64_t v) { c.host[k] = v; };
     set(alloc_cpu_, i, r.allocatable.milli_cpu);
     set(alloc_mem_, i, r.allocatable.memory);
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
-    for (const auto& [name, slot] : slots_) {
-      size_t k = static_cast<size_t>(slot) * n_ + i;
-      auto a = r.allocatable.scalars.find(name);
-      auto q = r.requested.scalars.find(name);
-      set(alloc_scalar_, k, a == r.allocatable.scalars.end() ? 0 : a->second);
-      set(req_scalar_, k, q == r.requested.scalars.end() ? 0 : q->second);
-    }
   }
 
   int32_t n_ = 0;
@@ -127,6 +146,8 @@ class ResourceColumns {
   NodeResources last_delta_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
+  Column<int32_t> scalar_offsets_, scalar_slot_;
+  std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
 };
 
 }  // namespace kplace::KPLACE_BACKEND_NS

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/testing/differential.h"
 
 namespace kplace::cycle {
@@ -97,6 +99,60 @@ TEST(SchedulerTest, QueueOrderIsPriorityThenCreationThenInput) {
   pods[3].priority = 1;
   pods[3].meta.creation_unix = 2;
   EXPECT_EQ(QueueOrder(pods), (std::vector<size_t>{1, 2, 3, 0}));
+}
+
+}  // namespace
+}  // namespace kplace::cycle
+
+namespace kplace::cycle {
+namespace {
+
+TEST(SchedulerTest, ScalarColumnsStayExactWhenBindsBringNewScalars) {
+  // NodeResourcesFit keeps scalar resources sparse per node. An ignored extended resource
+  // passes Filter on nodes without it, so binding such pods adds scalars those nodes had no
+  // entry for; the GPU scoring that follows must see every node's exact amounts.
+  ObjectSet cluster;
+  for (int i = 0; i < 6; ++i) {
+    std::map<std::string, std::string> alloc = {{"cpu", "8"}, {"memory", "16Gi"}, {"pods", "110"}};
+    if (i % 2 == 0) alloc["example.com/gpu"] = std::to_string(2 + i);
+    cluster.nodes.push_back(MakeNode("n" + std::to_string(i), alloc));
+  }
+  SchedulerConfig config = FitOnly("MostAllocated");
+  config.profiles[0].args.node_resources_fit.ignored_resources = {"example.com/ignored"};
+  config.profiles[0].args.node_resources_fit.resources = {{"cpu", 1}, {"example.com/gpu", 3}, {"example.com/ignored", 1}};
+  std::vector<Pod> pods;
+  for (int i = 0; i < 8; ++i) pods.push_back(MakePod("ign" + std::to_string(i), {{"cpu", "500m"}, {"example.com/ignored", "3"}}));
+  for (int i = 0; i < 8; ++i) pods.push_back(MakePod("gpu" + std::to_string(i), {{"cpu", "1"}, {"example.com/gpu", "1"}}));
+  std::vector<std::vector<std::string>> nodes;
+  std::vector<std::vector<int64_t>> scores;
+  for (Options o : BothSides()) {
+    for (int32_t batch : {1, 1024}) {
+      if (o.reference && batch > 1) continue;
+      o.batch = batch;
+      auto s = Scheduler::Create(cluster, config, o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      nodes.emplace_back();
+      scores.emplace_back();
+      for (const Pod& p : pods) {
+        Placement pl = (*s)->Schedule(p);
+        nodes.back().push_back(pl.node.empty() ? pl.message : pl.node);
+        scores.back().push_back(pl.score);
+      }
+    }
+  }
+  ASSERT_EQ(nodes.size(), 3u);
+  for (size_t k = 1; k < nodes.size(); ++k) {
+    EXPECT_EQ(nodes[k], nodes[0]) << "side " << k;
+    EXPECT_EQ(scores[k], scores[0]) << "side " << k;
+  }
+  // The ignored pods landed on nodes with and without the resource; every GPU pod on a GPU node.
+  std::set<std::string> ignored_on(nodes[0].begin(), nodes[0].begin() + 8);
+  for (int i = 8; i < 16; ++i) {
+    const std::string& n = nodes[0][i];
+    ASSERT_EQ(n.rfind('n', 0), 0u) << n;
+    EXPECT_EQ((n.back() - '0') % 2, 0) << n;
+  }
+  EXPECT_FALSE(ignored_on.empty());
 }
 
 }  // namespace

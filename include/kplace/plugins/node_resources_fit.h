@@ -21,7 +21,9 @@ constexpr uint32_t kFitEphemeral = 1u << 3;
 constexpr int kFitScalarShift = 4;  // bit 4 + i: the pod's i-th scalar request
 constexpr uint32_t kFitUnresolvable = 1u << 31;
 
-/** Node columns (backend pointers); scalars are [slot * num_nodes + node]. */
+/** Node columns (backend pointers). Scalar resources are sparse: node i's entries are
+ *  [scalar_offsets[i], scalar_offsets[i + 1]), sorted by slot, with allocatable and
+ *  requested amounts; a slot a node has no entry for is 0 there. */
 struct FitNodeView {
   int32_t num_nodes;
   const int64_t* alloc_cpu_milli;
@@ -34,9 +36,25 @@ struct FitNodeView {
   const int64_t* nonzero_cpu_milli;
   const int64_t* nonzero_mem_bytes;
   const int64_t* pod_count;
+  const int32_t* scalar_offsets;
+  const int32_t* scalar_slot;
   const int64_t* alloc_scalar;
   const int64_t* req_scalar;
 };
+
+/** Node i's allocatable and requested amounts of scalar `slot` (0, 0 when it has none). */
+KPLACE_HOST_DEVICE inline void FitScalar(const FitNodeView& v, int32_t slot, int32_t i, int64_t* alloc, int64_t* used) {
+  *alloc = 0;
+  *used = 0;
+  if (slot < 0) return;
+  for (int32_t k = v.scalar_offsets[i]; k < v.scalar_offsets[i + 1]; ++k) {
+    if (v.scalar_slot[k] == slot) {
+      *alloc = v.alloc_scalar[k];
+      *used = v.req_scalar[k];
+      return;
+    }
+  }
+}
 
 /** The pod's Filter request F (§3.1). A scalar slot of -1: no node advertises it. */
 struct FitFilterParams {
@@ -84,9 +102,8 @@ KPLACE_HOST_DEVICE inline uint32_t FitFilterNode(const FitNodeView& v, const Fit
   check(p.ephemeral_bytes, v.alloc_ephemeral_bytes[i], v.req_ephemeral_bytes[i], kFitEphemeral);
   for (int32_t s = 0; s < p.num_scalars; ++s) {
     if (!p.scalar_checked[s]) continue;
-    int32_t slot = p.scalar_slot[s];
-    int64_t alloc = slot < 0 ? 0 : v.alloc_scalar[static_cast<int64_t>(slot) * v.num_nodes + i];
-    int64_t used = slot < 0 ? 0 : v.req_scalar[static_cast<int64_t>(slot) * v.num_nodes + i];
+    int64_t alloc = 0, used = 0;
+    FitScalar(v, p.scalar_slot[s], i, &alloc, &used);
     if (p.scalar_value[s] > alloc - used) {
       out |= 1u << (kFitScalarShift + s);
       if (p.scalar_value[s] > alloc) out |= kFitUnresolvable;
@@ -116,8 +133,8 @@ KPLACE_HOST_DEVICE inline void FitAllocatedAndRequested(const FitNodeView& v, co
       break;
     case FitResourceKind::kScalar:
       if (r.pod_request == 0 || r.scalar_slot < 0) return;
-      *a = v.alloc_scalar[static_cast<int64_t>(r.scalar_slot) * v.num_nodes + i];
-      *q = v.req_scalar[static_cast<int64_t>(r.scalar_slot) * v.num_nodes + i] + r.pod_request;
+      FitScalar(v, r.scalar_slot, i, a, q);
+      *q += r.pod_request;
       break;
     case FitResourceKind::kNone:
       return;
