@@ -5,13 +5,14 @@
 // Consecutive pods of one profile with the same scheduling signature (the same pod apart
 // from name, uid and creation time) compile to the same plugin parameters. Binding pod k
 // to node h changes node h's own state and the cluster-wide state of plugins that are not
-// node-local (PodTopologySpread, InterPodAffinity, ...). So within such a run the engine
-// keeps each node-local plugin's (engine::Plugin::NodeLocal) verdict and raw score per
-// node and, after each bind, evaluates only the bound node again; the other plugins run in
-// full for every pod. What is left per pod is the feasible-window scan from the start
-// index over the kept verdicts, normalization over the window, the weighted sum and the
-// heap selection. The per-pod path (Options::batch = 1) stays the definition: tests and
-// `--verify` compare the two on every placement, message and the final start index.
+// node-local (PodTopologySpread, InterPodAffinity, the volume plugins). So within such a
+// run node-local plugins (engine::Plugin::NodeLocal) compile the pod once, and their
+// verdict and raw score per node are kept, computed on a node's first visit and again only
+// after a bind to it; the other plugins run per pod on the nodes the scan visits. What is
+// left per pod is the window scan from the start index, normalization over the feasible
+// window, the weighted sum and the selection. The per-pod path (Options::batch = 1) stays
+// the definition: tests and `--verify` compare the two on every placement, message, score
+// and the final start index. docs/batching.md has the argument in full.
 #include <cstdint>
 #include <memory>
 #include <random>
