@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "kplace/bench/sweep.h"
 #include "kplace/config/config.h"
+#include "kplace/engine/framework.h"
 #include "kplace/engine/plugin.h"
 #include "kplace/engine/snapshot.h"
 #include "kplace/reference/plugin.h"
@@ -119,5 +121,45 @@ class ReferencePluginHarness {
   std::vector<const reference::NodeInfo*> feasible_;
   std::vector<int64_t> scores_;
 };
+
+/** One plugin's PreFilter, Filter, PreScore, Score and NormalizeScore for one pod per
+ *  iteration, on a `--sweep affinity`-shaped cluster of 5,000 nodes with state.range(0)
+ *  existing pods: side 0 omp, 1 cuda (skipped without a device), 2 the reference. */
+inline void RunSweepPodBenchmark(benchmark::State& state, const char* plugin, SweepKind kind, int side) {
+  constexpr int32_t kNodes = 5000;
+  const int64_t existing = state.range(0);
+  auto cluster = SweepCluster(kind, kNodes, existing);
+  auto pods = SweepPods(kind, 1, existing);
+  if (!cluster.ok() || !pods.ok()) {
+    state.SkipWithError("cannot build the cluster");
+    return;
+  }
+  const Pod& pod = (*pods)[0];
+  std::string error;
+  int32_t feasible = 0;
+  if (side == 2) {
+    ReferencePluginHarness h;
+    if (!h.Init(*cluster, plugin, &error)) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
+  } else {
+    engine::Backend backend = side == 1 ? engine::Backend::kCuda : engine::Backend::kOmp;
+    if (backend == engine::Backend::kCuda && !engine::CudaAvailable()) {
+      state.SkipWithError("no CUDA device");
+      return;
+    }
+    EnginePluginHarness h;
+    if (!h.Init(*cluster, plugin, backend, &error)) {
+      state.SkipWithError(error.c_str());
+      return;
+    }
+    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
+  }
+  state.SetItemsProcessed(state.iterations() * kNodes);  // pods x nodes
+  state.counters["existing"] = static_cast<double>(existing);
+  state.counters["feasible"] = feasible;
+}
 
 }  // namespace kplace::bench

@@ -14,50 +14,16 @@
 namespace kplace::bench {
 namespace {
 
-constexpr int32_t kNodes = 5000;
-
-void PerPod(benchmark::State& state, const char* plugin, SweepKind kind, int side) {
-  const int64_t existing = state.range(0);
-  auto cluster = SweepCluster(kind, kNodes, existing);
-  auto pods = SweepPods(kind, 1, existing);
-  if (!cluster.ok() || !pods.ok()) {
-    state.SkipWithError("cannot build the cluster");
-    return;
-  }
-  const Pod& pod = (*pods)[0];
-  std::string error;
-  int32_t feasible = 0;
-  if (side == 2) {
-    ReferencePluginHarness h;
-    if (!h.Init(*cluster, plugin, &error)) {
-      state.SkipWithError(error.c_str());
-      return;
-    }
-    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
-  } else {
-    engine::Backend backend = side == 1 ? engine::Backend::kCuda : engine::Backend::kOmp;
-    if (backend == engine::Backend::kCuda && !engine::CudaAvailable()) {
-      state.SkipWithError("no CUDA device");
-      return;
-    }
-    EnginePluginHarness h;
-    if (!h.Init(*cluster, plugin, backend, &error)) {
-      state.SkipWithError(error.c_str());
-      return;
-    }
-    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
-  }
-  state.SetItemsProcessed(state.iterations() * kNodes);  // pods x nodes
-  state.counters["existing"] = static_cast<double>(existing);
-  state.counters["feasible"] = feasible;
+void BM_InterPodAffinityPerPodOmp(benchmark::State& state, SweepKind kind) {
+  RunSweepPodBenchmark(state, "InterPodAffinity", kind, 0);
 }
-
-void BM_InterPodAffinityPerPodOmp(benchmark::State& state, SweepKind kind) { PerPod(state, "InterPodAffinity", kind, 0); }
 #ifdef KPLACE_HAVE_CUDA
-void BM_InterPodAffinityPerPodCuda(benchmark::State& state, SweepKind kind) { PerPod(state, "InterPodAffinity", kind, 1); }
+void BM_InterPodAffinityPerPodCuda(benchmark::State& state, SweepKind kind) {
+  RunSweepPodBenchmark(state, "InterPodAffinity", kind, 1);
+}
 #endif
 void BM_InterPodAffinityPerPodReference(benchmark::State& state, SweepKind kind) {
-  PerPod(state, "InterPodAffinity", kind, 2);
+  RunSweepPodBenchmark(state, "InterPodAffinity", kind, 2);
 }
 
 #define KPLACE_IPA_BENCH(fn) \

@@ -12,49 +12,17 @@
 namespace kplace::bench {
 namespace {
 
-constexpr int32_t kNodes = 5000;
-
-void PerPod(benchmark::State& state, SweepKind kind, int side) {
-  const int64_t existing = state.range(0);
-  auto cluster = SweepCluster(kind, kNodes, existing);
-  auto pods = SweepPods(kind, 1, existing);
-  if (!cluster.ok() || !pods.ok()) {
-    state.SkipWithError("cannot build the cluster");
-    return;
-  }
-  const Pod& pod = (*pods)[0];
-  std::string error;
-  int32_t feasible = 0;
-  if (side == 2) {
-    ReferencePluginHarness h;
-    if (!h.Init(*cluster, "PodTopologySpread", &error)) {
-      state.SkipWithError(error.c_str());
-      return;
-    }
-    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
-  } else {
-    engine::Backend backend = side == 1 ? engine::Backend::kCuda : engine::Backend::kOmp;
-    if (backend == engine::Backend::kCuda && !engine::CudaAvailable()) {
-      state.SkipWithError("no CUDA device");
-      return;
-    }
-    EnginePluginHarness h;
-    if (!h.Init(*cluster, "PodTopologySpread", backend, &error)) {
-      state.SkipWithError(error.c_str());
-      return;
-    }
-    for (auto _ : state) benchmark::DoNotOptimize(feasible = h.RunPod(pod));
-  }
-  state.SetItemsProcessed(state.iterations() * kNodes);  // pods x nodes
-  state.counters["existing"] = static_cast<double>(existing);
-  state.counters["feasible"] = feasible;
+void BM_PodTopologySpreadPerPodOmp(benchmark::State& state, SweepKind kind) {
+  RunSweepPodBenchmark(state, "PodTopologySpread", kind, 0);
 }
-
-void BM_PodTopologySpreadPerPodOmp(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 0); }
 #ifdef KPLACE_HAVE_CUDA
-void BM_PodTopologySpreadPerPodCuda(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 1); }
+void BM_PodTopologySpreadPerPodCuda(benchmark::State& state, SweepKind kind) {
+  RunSweepPodBenchmark(state, "PodTopologySpread", kind, 1);
+}
 #endif
-void BM_PodTopologySpreadPerPodReference(benchmark::State& state, SweepKind kind) { PerPod(state, kind, 2); }
+void BM_PodTopologySpreadPerPodReference(benchmark::State& state, SweepKind kind) {
+  RunSweepPodBenchmark(state, "PodTopologySpread", kind, 2);
+}
 
 #define KPLACE_PTS_BENCH(fn) \
   BENCHMARK_CAPTURE(fn, RequiredSpreadZone, SweepKind::kRequiredSpread) \
