@@ -254,17 +254,13 @@ class BackendFramework final : public engine::Framework {
   void Bind(const Pod& pod, NodeIndex node) override {
     // The controller owns the snapshot; it records the pod before notifying plugins.
     for (auto& [name, plugin] : by_name_) plugin->OnBind(pod, node, *snapshot_);
-    // What the current run keeps about `node` is stale now. (A run that sees no pod for a
-    // long time starts over rather than collect more bound nodes than there are nodes.)
-    run_dirty_.push_back(node);
-    if (run_dirty_.size() > static_cast<size_t>(snapshot_->num_nodes())) {
-      run_filter_valid_ = false;
-      run_dirty_.clear();
-    }
-    for (ScoreCache& c : run_scores_) {
-      if (static_cast<size_t>(node) < c.valid.size()) c.valid[node] = 0;
-    }
-    if (static_cast<size_t>(node) < static_valid_.size()) static_valid_[node] = 0;
+    // What the current run keeps about `node` is stale now.
+    auto forget = [node](std::vector<uint8_t>& held) {
+      if (static_cast<size_t>(node) < held.size()) held[node] = 0;
+    };
+    forget(run_local_valid_);
+    for (ScoreCache& c : run_scores_) forget(c.valid);
+    forget(static_valid_);
   }
 
   void BeginRun(const Pod& first) override {
@@ -275,7 +271,6 @@ class BackendFramework final : public engine::Framework {
     run_pre_filter_.assign(pre_filter_.size(), PreFilterMemo{});
     run_pre_score_.assign(pre_score_.size(), std::nullopt);
     run_filter_valid_ = false;
-    run_dirty_.clear();
     for (ScoreCache& c : run_scores_) c.valid.clear();
     static_valid_.clear();
   }
@@ -304,17 +299,8 @@ class BackendFramework final : public engine::Framework {
       run_local_valid_.assign(n, 0);
       run_local_.failed_plugin.resize(n);
       run_local_.code.resize(n);
-    } else {
-      for (NodeIndex d : run_dirty_) run_local_valid_[d] = 0;
     }
-    run_dirty_.clear();
-    missing_.clear();
-    for (NodeIndex i : nodes) {
-      if (!run_local_valid_[i]) {
-        run_local_valid_[i] = 1;
-        missing_.push_back(i);
-      }
-    }
+    CollectMissing(nodes, &run_local_valid_);
     if (!missing_.empty()) {
       FirstFailureOn(local_skip, missing_);
       for (size_t j = 0; j < missing_.size(); ++j) {
@@ -466,13 +452,7 @@ class BackendFramework final : public engine::Framework {
       c.valid.assign(n, 0);
       Scratch(&c.raw, n);
     }
-    missing_.clear();
-    for (NodeIndex i : feasible) {
-      if (!c.valid[i]) {
-        c.valid[i] = 1;
-        missing_.push_back(i);
-      }
-    }
+    CollectMissing(feasible, &c.valid);
     int64_t* raw = Ptr(c.raw);
     if (!missing_.empty()) {
       const int32_t m = static_cast<int32_t>(missing_.size());
@@ -483,6 +463,18 @@ class BackendFramework final : public engine::Framework {
     }
     const int32_t count = static_cast<int32_t>(feasible.size());
     WithPolicy(count, [&](auto p) { thrust::gather(p, window, window + count, raw, scores); }, kOmpLightSerialBelow);
+  }
+
+  /** Sets missing_ to the listed nodes `held` does not mark yet, and marks them: what a
+   *  run-wide per-node cache must compute before it is read. */
+  void CollectMissing(const std::vector<NodeIndex>& nodes, std::vector<uint8_t>* held) {
+    missing_.clear();
+    for (NodeIndex i : nodes) {
+      if (!(*held)[i]) {
+        (*held)[i] = 1;
+        missing_.push_back(i);
+      }
+    }
   }
 
   /** Score plugin k keeps raw scores across a run and has no NormalizeScore. */
@@ -501,13 +493,7 @@ class BackendFramework final : public engine::Framework {
       static_plugins_ = plain;
       Scratch(&static_sum_, n);
     }
-    missing_.clear();
-    for (NodeIndex i : feasible) {
-      if (!static_valid_[i]) {
-        static_valid_[i] = 1;
-        missing_.push_back(i);
-      }
-    }
+    CollectMissing(feasible, &static_valid_);
     int64_t* sums = Ptr(static_sum_);
     if (!missing_.empty()) {
       const int32_t m = static_cast<int32_t>(missing_.size());
@@ -554,9 +540,9 @@ class BackendFramework final : public engine::Framework {
   vector<NodeIndex> nodes_;
   vector<int64_t> scores_, total_;
 
-  // The current batched run (BeginRun): node-local Filter plugins' first failure per node
-  // on the host, the nodes bound since it was last brought up to date, and per score plugin
-  // the raw scores kept so far. Backend buffers here only grow.
+  // The current batched run (BeginRun): the node-local plugins' compiled pod, their first
+  // failure per node and raw or summed scores per node, each with a per-node flag saying
+  // it is held (cleared by a bind to the node). Backend buffers here only grow.
   const Pod* run_first_ = nullptr;
   std::vector<PreFilterMemo> run_pre_filter_;
   std::vector<std::optional<PluginStatus>> run_pre_score_;
@@ -564,7 +550,7 @@ class BackendFramework final : public engine::Framework {
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
   std::vector<uint8_t> run_local_valid_;  // run_local_ holds node i's verdict
-  std::vector<NodeIndex> run_dirty_, missing_;
+  std::vector<NodeIndex> missing_;
   std::vector<ScoreCache> run_scores_;
   vector<NodeIndex> run_window_, listed_nodes_, missing_nodes_;
   vector<int64_t> run_window_scores_, run_total_, missing_scores_, missing_sum_;
