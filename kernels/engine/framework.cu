@@ -1,11 +1,14 @@
 // The per-pod framework, compiled once per backend.
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
+#include <string>
 
 #include <thrust/gather.h>
 #include <thrust/scatter.h>
 
 #include "kernels/backend.cuh"
+#include "kplace/common/strings.h"
 #include "kplace/engine/framework.h"
 
 namespace kplace::KPLACE_BACKEND_NS {
@@ -71,13 +74,41 @@ class BackendFramework final : public engine::Framework {
     return RunPreFilter(pod, /*in_run=*/false);
   }
 
-  PreFilterResult PreFilterRun(const Pod& pod) override {
+  const PreFilterResult& PreFilterRun(const Pod& pod) override {
     pod_ = &pod;
     ++pod_count_;
-    for (auto& [name, plugin] : by_name_) {
-      if (!plugin->NodeLocal()) plugin->StartPod(pod, *snapshot_);
+    if (local_only_ && self_check_) {
+      // Every pod of a local-only run asks the other plugins again: they must still skip.
+      std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
+      std::string which;
+      if (!OthersSkip(pod, *local_candidates_, &constant, &which) || constant != local_constant_) {
+        run_pre_valid_ = false;
+        run_pre_ = PreFilterResult{};
+        run_pre_.status = PluginStatus::Error(StrCat("batched run: ", which, " no longer skips pod ", pod.meta.namespace_,
+                                                     "/", pod.meta.name, " of a run only node-local plugins decide"));
+        return run_pre_;
+      }
     }
-    return RunPreFilter(pod, /*in_run=*/true);
+    if (local_only_ && run_pre_valid_) return run_pre_;
+    if (!local_only_) {
+      for (auto& [name, plugin] : by_name_) {
+        if (!plugin->NodeLocal()) plugin->StartPod(pod, *snapshot_);
+      }
+    }
+    run_pre_ = RunPreFilter(pod, /*in_run=*/true);
+    run_pre_valid_ = local_only_;
+    return run_pre_;
+  }
+
+  bool LocalOnlyRun(const Pod& pod, const std::vector<NodeIndex>& candidates) override {
+    local_only_ = false;
+    run_pre_valid_ = false;
+    std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
+    if (!OthersSkip(pod, candidates, &constant, nullptr)) return false;
+    local_constant_ = std::move(constant);
+    local_candidates_ = &candidates;
+    local_only_ = true;
+    return true;
   }
 
  private:
@@ -92,6 +123,7 @@ class BackendFramework final : public engine::Framework {
   /** PreFilter plugin i on `pod`, or in a run on the run's first pod, once, when node-local. */
   PluginStatus CallPreFilter(size_t i, const Pod& pod, bool in_run, std::vector<NodeIndex>* nodes, bool* restricts) {
     engine::Plugin* p = pre_filter_[i];
+    if (in_run && local_only_ && !p->NodeLocal()) return PluginStatus::Skip();
     if (!in_run || !p->NodeLocal()) return p->PreFilter(pod, *snapshot_, nodes, restricts);
     PreFilterMemo& m = run_pre_filter_[i];
     if (!m.valid) {
@@ -271,43 +303,15 @@ class BackendFramework final : public engine::Framework {
     run_pre_filter_.assign(pre_filter_.size(), PreFilterMemo{});
     run_pre_score_.assign(pre_score_.size(), std::nullopt);
     run_filter_valid_ = false;
+    local_only_ = false;
+    run_pre_valid_ = false;
+    window_sums_held_ = false;
     for (ScoreCache& c : run_scores_) c.valid.clear();
     static_valid_.clear();
   }
 
   void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
-    const int32_t n = snapshot_->num_nodes();
-    std::vector<bool>& local_skip = run_skip_local_;  // node-local plugins this pod does not run
-    std::vector<bool>& other_skip = run_skip_other_;  // the other plugins it does not run
-    local_skip.assign(filter_.size(), true);
-    other_skip.assign(filter_.size(), true);
-    bool any_other = false;
-    for (size_t f = 0; f < filter_.size(); ++f) {
-      if (pre.skip_filter[f]) continue;
-      if (filter_[f]->NodeLocal()) {
-        local_skip[f] = false;
-      } else {
-        other_skip[f] = false;
-        any_other = true;
-      }
-    }
-    // Node-local verdicts are kept per node for the run and computed on first visit; a
-    // bind makes the bound node's stale.
-    if (!run_filter_valid_ || local_skip != run_local_skip_) {
-      run_local_skip_ = local_skip;
-      run_filter_valid_ = true;
-      run_local_valid_.assign(n, 0);
-      run_local_.failed_plugin.resize(n);
-      run_local_.code.resize(n);
-    }
-    CollectMissing(nodes, &run_local_valid_);
-    if (!missing_.empty()) {
-      FirstFailureOn(local_skip, missing_);
-      for (size_t j = 0; j < missing_.size(); ++j) {
-        run_local_.failed_plugin[missing_[j]] = listed_failed_[j];
-        run_local_.code[missing_[j]] = listed_code_[j];
-      }
-    }
+    const bool any_other = HoldLocal(pre, nodes.data(), static_cast<int32_t>(nodes.size()));
     const size_t c = nodes.size();
     out->failed_plugin.resize(c);
     out->code.resize(c);
@@ -318,7 +322,7 @@ class BackendFramework final : public engine::Framework {
     if (!any_other || c == 0) return;
     // The other plugins on the listed nodes; per node the earlier plugin in Filter order
     // wins, as in Filter.
-    FirstFailureOn(other_skip, nodes);
+    FirstFailureOn(run_skip_other_, nodes);
     for (size_t j = 0; j < c; ++j) {
       const int16_t other = listed_failed_[j];
       if (other != 0 && (out->failed_plugin[j] == 0 || other < out->failed_plugin[j])) {
@@ -326,6 +330,52 @@ class BackendFramework final : public engine::Framework {
         out->code[j] = listed_code_[j];
       }
     }
+  }
+
+  void ScanLocal(const PreFilterResult& pre, const std::vector<NodeIndex>& cand, int32_t pos, int32_t k,
+                 engine::Scan* out) override {
+    const int32_t m = static_cast<int32_t>(cand.size());
+    out->feasible.clear();
+    out->rejected.clear();
+    out->error = false;
+    out->processed = m;
+    HoldLocal(pre, nullptr, 0);  // lays out the run's verdict arrays
+    // After the run's first ScoreRun the plain sums it keeps are known; the scan marks the
+    // feasible nodes whose sums are not held and scores them below.
+    const bool sums = local_only_ && !static_valid_.empty();
+    std::vector<NodeIndex>& unsummed = sums_missing_;
+    unsummed.clear();
+    const uint8_t* held = run_local_valid_.data();
+    const int16_t* failed = run_local_.failed_plugin.data();
+    const VerdictCode* code = run_local_.code.data();
+    uint8_t* sum_held = static_valid_.data();
+    int32_t found = 0;
+    for (int32_t v = 0, p = pos; v < m; ++v, p = p + 1 == m ? 0 : p + 1) {
+      const NodeIndex i = cand[p];
+      if (!held[i]) {  // this node and the next ones in scan order, at once
+        const int32_t c = std::min<int32_t>(kHoldAhead, m - v);
+        ahead_.resize(c);
+        for (int32_t j = 0, q = p; j < c; ++j, q = q + 1 == m ? 0 : q + 1) ahead_[j] = cand[q];
+        HoldLocal(pre, ahead_.data(), c);
+      }
+      const int16_t f = failed[i];
+      if (f != 0) {
+        if (!engine::CountRejection(*this, f, code[i], out)) break;
+        continue;
+      }
+      if (found == k) {  // the (k+1)-th: evaluated, dropped
+        out->processed = v;
+        break;
+      }
+      out->feasible.push_back(i);
+      ++found;
+      if (sums && !sum_held[i]) {
+        sum_held[i] = 1;
+        unsummed.push_back(i);
+      }
+    }
+    if (sums) ScoreStatic(unsummed);
+    window_sums_held_ = sums;
   }
 
   void ScoreRun(const std::vector<NodeIndex>& feasible, ScoreResult* result) override {
@@ -345,7 +395,7 @@ class BackendFramework final : public engine::Framework {
     for (size_t k = 0; k < score_.size(); ++k) {
       if (out.skipped[k]) continue;
       int64_t value = 0;
-      if (k < 64 && score_[k]->NodeLocal() && score_[k]->ConstantScore(&value)) {
+      if (k < 64 && (score_[k]->NodeLocal() ? score_[k]->ConstantScore(&value) : LocalOnlyConstant(score_[k], &value))) {
         constant |= uint64_t{1} << k;
         offset += profile_.score[k].weight * value;
       } else if (PlainScore(k)) {
@@ -381,6 +431,44 @@ class BackendFramework final : public engine::Framework {
     vector<int64_t> raw;         // backend, indexed by node
   };
 
+  /** Makes run_local_ hold the node-local Filter plugins' first failure for the listed
+   *  nodes (computed on a node's first visit in the run, and again after a bind to it);
+   *  sets run_skip_other_ to the plugins that are not node-local and `pre` skips, and
+   *  returns whether any of them runs. */
+  bool HoldLocal(const PreFilterResult& pre, const NodeIndex* nodes, int32_t count) {
+    const int32_t n = snapshot_->num_nodes();
+    std::vector<bool>& local_skip = run_skip_local_;  // node-local plugins this pod does not run
+    std::vector<bool>& other_skip = run_skip_other_;  // the other plugins it does not run
+    local_skip.assign(filter_.size(), true);
+    other_skip.assign(filter_.size(), true);
+    bool any_other = false;
+    for (size_t f = 0; f < filter_.size(); ++f) {
+      if (pre.skip_filter[f]) continue;
+      if (filter_[f]->NodeLocal()) {
+        local_skip[f] = false;
+      } else {
+        other_skip[f] = false;
+        any_other = true;
+      }
+    }
+    if (!run_filter_valid_ || local_skip != run_local_skip_) {
+      run_local_skip_ = local_skip;
+      run_filter_valid_ = true;
+      run_local_valid_.assign(n, 0);
+      run_local_.failed_plugin.resize(n);
+      run_local_.code.resize(n);
+    }
+    CollectMissing(nodes, count, &run_local_valid_);
+    if (!missing_.empty()) {
+      FirstFailureOn(local_skip, missing_);
+      for (size_t j = 0; j < missing_.size(); ++j) {
+        run_local_.failed_plugin[missing_[j]] = listed_failed_[j];
+        run_local_.code[missing_[j]] = listed_code_[j];
+      }
+    }
+    return any_other;
+  }
+
   /** PreScore of every PreScore plugin, in order; false (with out->status) on an error. */
   bool RunPreScore(const std::vector<NodeIndex>& feasible, ScoreResult* out, bool in_run = false) {
     for (size_t i = 0; i < pre_score_.size(); ++i) {
@@ -390,6 +478,8 @@ class BackendFramework final : public engine::Framework {
         std::optional<PluginStatus>& memo = run_pre_score_[i];
         if (!memo) memo = p->PreScore(*run_first_, *snapshot_, feasible);
         s = *memo;
+      } else if (in_run && local_only_) {
+        s = LocalOnlyConstant(p, nullptr) ? PluginStatus::Success() : PluginStatus::Skip();
       } else {
         s = p->PreScore(*pod_, *snapshot_, feasible);
       }
@@ -467,14 +557,63 @@ class BackendFramework final : public engine::Framework {
 
   /** Sets missing_ to the listed nodes `held` does not mark yet, and marks them: what a
    *  run-wide per-node cache must compute before it is read. */
-  void CollectMissing(const std::vector<NodeIndex>& nodes, std::vector<uint8_t>* held) {
+  void CollectMissing(const NodeIndex* nodes, int32_t count, std::vector<uint8_t>* held) {
     missing_.clear();
-    for (NodeIndex i : nodes) {
-      if (!(*held)[i]) {
-        (*held)[i] = 1;
+    uint8_t* h = held->data();
+    for (int32_t j = 0; j < count; ++j) {
+      const NodeIndex i = nodes[j];
+      if (!h[i]) {
+        h[i] = 1;
         missing_.push_back(i);
       }
     }
+  }
+  void CollectMissing(const std::vector<NodeIndex>& nodes, std::vector<uint8_t>* held) {
+    CollectMissing(nodes.data(), static_cast<int32_t>(nodes.size()), held);
+  }
+
+  /** Whether every plugin that is not node-local skips `pod` at its PreFilter and PreScore
+   *  points (or scores a constant there, noted in `*constant`) and says that holds for the
+   *  run (Plugin::SkipHoldsForRun); when not, `*which` (if given) names the plugin. */
+  bool OthersSkip(const Pod& pod, const std::vector<NodeIndex>& candidates,
+                  std::vector<std::pair<const engine::Plugin*, int64_t>>* constant, std::string* which) {
+    auto has = [](const std::vector<engine::Plugin*>& at, engine::Plugin* p) {
+      return std::find(at.begin(), at.end(), p) != at.end();
+    };
+    for (auto& [name, plugin] : by_name_) {
+      engine::Plugin* p = plugin.get();
+      if (p->NodeLocal()) continue;
+      if (which) *which = name;
+      const bool pre_filter = has(pre_filter_, p), pre_score = has(pre_score_, p);
+      if ((has(filter_, p) && !pre_filter) || (has(score_, p) && !pre_score)) return false;
+      if (!pre_filter && !pre_score) continue;
+      p->StartPod(pod, *snapshot_);
+      std::vector<NodeIndex> nodes;
+      bool restricts = false;
+      if (pre_filter && !p->PreFilter(pod, *snapshot_, &nodes, &restricts).IsSkip()) return false;
+      if (pre_score) {
+        const PluginStatus s = p->PreScore(pod, *snapshot_, candidates);
+        int64_t value = 0;
+        if (s.IsSuccess() && p->ConstantScore(&value)) {
+          constant->emplace_back(p, value);
+        } else if (!s.IsSkip()) {
+          return false;
+        }
+      }
+      if (!p->SkipHoldsForRun(pod)) return false;
+    }
+    return true;
+  }
+
+  /** In a local-only run: plugin p (not node-local) scores `*value` on every node. */
+  bool LocalOnlyConstant(const engine::Plugin* p, int64_t* value) const {
+    if (!local_only_) return false;
+    for (const auto& [plugin, v] : local_constant_) {
+      if (plugin != p) continue;
+      if (value) *value = v;
+      return true;
+    }
+    return false;
   }
 
   /** Score plugin k keeps raw scores across a run and has no NormalizeScore. */
@@ -492,28 +631,37 @@ class BackendFramework final : public engine::Framework {
       static_valid_.assign(n, 0);
       static_plugins_ = plain;
       Scratch(&static_sum_, n);
+      window_sums_held_ = false;
     }
-    CollectMissing(feasible, &static_valid_);
-    int64_t* sums = Ptr(static_sum_);
-    if (!missing_.empty()) {
-      const int32_t m = static_cast<int32_t>(missing_.size());
-      const NodeIndex* at = UploadScratch(missing_, &missing_nodes_);
-      int64_t* scored = Scratch(&missing_scores_, m);
-      int64_t* sum = Scratch(&missing_sum_, m);
-      FillN(sum, m, int64_t{0});
-      for (size_t k = 0; k < score_.size(); ++k) {
-        if (!(plain >> k & 1)) continue;
-        score_[k]->Score(at, m, scored);
-        WithPolicy(
-            m, [&](auto p) { thrust::transform(p, sum, sum + m, scored, sum, AddWeightedFn{profile_.score[k].weight}); },
-            kOmpLightSerialBelow);
-      }
-      WithPolicy(m, [&](auto p) { thrust::scatter(p, sum, sum + m, at, sums); }, kOmpLightSerialBelow);
+    if (!window_sums_held_) {  // else ScanLocal saw to it
+      CollectMissing(feasible, &static_valid_);
+      ScoreStatic(missing_);
     }
+    window_sums_held_ = false;
+    const int64_t* sums = Ptr(static_sum_);
     const int32_t count = static_cast<int32_t>(feasible.size());
     WithPolicy(
         count, [&](auto p) { thrust::transform(p, window, window + count, total, GatherPlusFn{sums, offset}); },
         kOmpLightSerialBelow);
+  }
+
+  /** Scores the listed nodes with the plain plugins of static_plugins_ into static_sum_. */
+  void ScoreStatic(const std::vector<NodeIndex>& nodes) {
+    if (nodes.empty()) return;
+    const int32_t m = static_cast<int32_t>(nodes.size());
+    const NodeIndex* at = UploadScratch(nodes, &missing_nodes_);
+    int64_t* scored = Scratch(&missing_scores_, m);
+    int64_t* sum = Scratch(&missing_sum_, m);
+    FillN(sum, m, int64_t{0});
+    for (size_t k = 0; k < score_.size(); ++k) {
+      if (!(static_plugins_ >> k & 1)) continue;
+      score_[k]->Score(at, m, scored);
+      WithPolicy(
+          m, [&](auto p) { thrust::transform(p, sum, sum + m, scored, sum, AddWeightedFn{profile_.score[k].weight}); },
+          kOmpLightSerialBelow);
+    }
+    int64_t* sums = Ptr(static_sum_);
+    WithPolicy(m, [&](auto p) { thrust::scatter(p, sum, sum + m, at, sums); }, kOmpLightSerialBelow);
   }
 
   void StartPod(const Pod& pod) {
@@ -547,6 +695,18 @@ class BackendFramework final : public engine::Framework {
   std::vector<PreFilterMemo> run_pre_filter_;
   std::vector<std::optional<PluginStatus>> run_pre_score_;
   bool run_filter_valid_ = false;
+  // A run only node-local plugins decide (LocalOnlyRun): plugins that are not node-local
+  // are skipped, or add the constant kept here; the PreFilter result is computed once.
+  bool local_only_ = false;
+  std::vector<std::pair<const engine::Plugin*, int64_t>> local_constant_;
+  const std::vector<NodeIndex>* local_candidates_ = nullptr;
+  // KPLACE_BATCH_SELF_CHECK=1: local-only runs check their premise on every pod.
+  const bool self_check_ = [] {
+    const char* v = std::getenv("KPLACE_BATCH_SELF_CHECK");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  bool run_pre_valid_ = false;
+  PreFilterResult run_pre_;
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
   std::vector<uint8_t> run_local_valid_;  // run_local_ holds node i's verdict
@@ -557,6 +717,10 @@ class BackendFramework final : public engine::Framework {
   // The run's weighted sum of plain (node-local, not normalized) raw scores per node.
   std::vector<uint8_t> static_valid_;
   uint64_t static_plugins_ = 0;
+  bool window_sums_held_ = false;  // ScanLocal made the current window's sums held
+  std::vector<NodeIndex> sums_missing_, ahead_;
+  // ScanLocal evaluates a node not held yet together with this many after it.
+  static constexpr int32_t kHoldAhead = 64;
   vector<int64_t> static_sum_;
   vector<int16_t> listed_failed_dev_;
   vector<VerdictCode> listed_code_dev_, listed_codes_dev_;

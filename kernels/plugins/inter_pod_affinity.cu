@@ -429,6 +429,12 @@ class InterPodAffinity final : public engine::Plugin {
     return true;
   }
 
+  // A skip holds while no bound copy brings terms of its own.
+  bool SkipHoldsForRun(const Pod& pod) const override {
+    auto none = [](const std::optional<PodAffinity>& a) { return !a || (a->required.empty() && a->preferred.empty()); };
+    return !pod.affinity || (none(pod.affinity->pod_affinity) && none(pod.affinity->pod_anti_affinity));
+  }
+
   PluginStatus Verdict(VerdictCode code) const override {
     switch (code) {
       case plugins::kIpaAffinityNotMatch:

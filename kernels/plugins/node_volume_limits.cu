@@ -169,6 +169,8 @@ class NodeVolumeLimits final : public engine::Plugin {
     return NvlFilterFn{v, p};
   }
 
+  bool SkipHoldsForRun(const Pod& pod) const override { return !volume::UsesClaims(pod); }
+
   PluginStatus Verdict(VerdictCode code) const override {
     const uint32_t kind = code & ~plugins::kNvlIndexMask, index = code & plugins::kNvlIndexMask;
     if (kind == plugins::kNvlPodError) return status_[index];

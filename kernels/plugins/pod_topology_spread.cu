@@ -256,6 +256,9 @@ class PodTopologySpread final : public engine::Plugin {
     return true;
   }
 
+  // Constraints come from the pod and from objects no bind changes (defaulting's selector).
+  bool SkipHoldsForRun(const Pod&) const override { return true; }
+
   PluginStatus Verdict(VerdictCode code) const override {
     if (code == plugins::kSpreadMissingLabel) {
       return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kMissingLabelReason);

@@ -131,6 +131,8 @@ class VolumeBinding final : public engine::Plugin {
     return true;
   }
 
+  bool SkipHoldsForRun(const Pod& pod) const override { return !volume::UsesClaims(pod); }
+
   PluginStatus Verdict(VerdictCode code) const override {
     if (code & plugins::kVbError) return PluginStatus::Error(errors_[code & ~plugins::kVbError]);
     PluginStatus s{Code::kUnschedulableAndUnresolvable, {}};
@@ -147,6 +149,13 @@ class VolumeBinding final : public engine::Plugin {
     if (!scoring_) return PluginStatus::Skip();
     if (!has_state_) return PluginStatus::Error("not found");
     return PluginStatus::Success();
+  }
+
+  // A pod without claims has nothing to score: 0 on every node.
+  bool ConstantScore(int64_t* normalized) const override {
+    if (!has_state_ || !claims_.host.empty()) return false;
+    *normalized = 0;
+    return true;
   }
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {

@@ -129,6 +129,8 @@ class VolumeRestrictions final : public engine::Plugin {
         conflict_nodes_.ptr(), static_cast<int32_t>(conflict_nodes_.host.size()), rwop_conflict_}};
   }
 
+  bool SkipHoldsForRun(const Pod& pod) const override { return !volume::UsesClaims(pod); }
+
   PluginStatus Verdict(VerdictCode code) const override {
     return PluginStatus::Make(Code::kUnschedulable, code == plugins::kVrDiskConflict ? kDiskConflict : kRwopConflict);
   }

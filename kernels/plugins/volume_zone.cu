@@ -109,6 +109,8 @@ class VolumeZone final : public engine::Plugin {
     return VzFilterFn{v, p};
   }
 
+  bool SkipHoldsForRun(const Pod& pod) const override { return !volume::UsesClaims(pod); }
+
   PluginStatus Verdict(VerdictCode code) const override {
     if (code == plugins::kVzPreFilterFailed) return status_;
     return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, kZoneConflict);

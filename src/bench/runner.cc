@@ -130,6 +130,7 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
     }
   }
   stats->seconds = Seconds(Clock::now() - start);
+  stats->batch = scheduler->batch_stats();
   stats->cpu_seconds = ProcessCpuSeconds() - cpu0;
   stats->growth_bytes = HeapBytesInUse() - heap1;
   stats->peak_rss_bytes = PeakRssBytes();

@@ -117,6 +117,12 @@ void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options
     line.pop_back();
     std::printf("%s\n", line.c_str());
   }
+  if (const cycle::BatchStats& b = r.engine.batch; b.runs > 0) {
+    std::printf("batched runs: %lld over %lld pods (%.1f pods per run); %lld pods (%.0f%%) in runs only node-local "
+                "plugins decide\n",
+                static_cast<long long>(b.runs), static_cast<long long>(b.pods), static_cast<double>(b.pods) / b.runs,
+                static_cast<long long>(b.local_only), 100.0 * b.local_only / std::max<int64_t>(1, b.pods));
+  }
   std::printf("memory (heap): engine state %s host (%.0f bytes/node), +%s over the measured pods (%.0f bytes/pod)",
               Mib(r.engine.state_bytes).c_str(), r.nodes ? static_cast<double>(r.engine.state_bytes) / r.nodes : 0.0,
               Mib(r.engine.growth_bytes).c_str(),

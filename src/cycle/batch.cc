@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -218,10 +219,21 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
     fw_->BeginRun(run_first_);
     signature_ = SchedulingSignature(pod);
     run_pods_ = 0;
+    local_only_ = false;
+    recheck_local_only_ = false;
+    ++stats_.runs;
   }
-  ++run_pods_;
+  // From the run's second pod on (the first is bound by now), see whether plugins that are
+  // not node-local have anything to say about the run's pods; again after another
+  // profile's bind, which may bring what they look for.
+  if (++run_pods_ == 2 || recheck_local_only_) {
+    local_only_ = fw_->LocalOnlyRun(pod, *order_);
+    recheck_local_only_ = false;
+  }
+  ++stats_.pods;
+  if (local_only_) ++stats_.local_only;
 
-  engine::PreFilterResult pre = fw_->PreFilterRun(pod);
+  const engine::PreFilterResult& pre = fw_->PreFilterRun(pod);
   if (pre.status.code == Code::kError) {
     out.code = Code::kError;
     out.message = pre.status.Message();
@@ -253,70 +265,34 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   const int32_t m = static_cast<int32_t>(cand.size());
   const bool has_score = !fw_->profile().score.empty();
   const int32_t k = has_score ? NumFeasibleNodesToFind(percentage, m) : std::min(1, m);
+  const int32_t pos = m > 0 ? static_cast<int32_t>(static_cast<int64_t>(*next_start) % m) : 0;
 
   // The scan: the first K feasible nodes from the start index, stopping at the (K+1)-th.
-  // Verdicts come in chunks of the visit order, so plugins that are not node-local run on
-  // the visited nodes only (the first chunk is exactly enough when every node fits).
   // Rejections are counted per distinct (plugin, code); the first that stands for an error
-  // ends the cycle there, as in the per-pod scan.
-  feasible_.clear();
-  verdicts_.clear();
-  int32_t recorded = 0;
-  int32_t processed = m;
-  int32_t pos = m > 0 ? static_cast<int32_t>(static_cast<int64_t>(*next_start) % m) : 0;
-  int32_t chunk = std::min(m, k + 1);
-  bool stopped = false;
-  for (int32_t v = 0; v < m && !stopped;) {
-    const int32_t c = std::min(chunk, m - v);
-    chunk_.resize(c);  // the next c candidates from pos, wrapping
-    const int32_t head = std::min(c, m - pos);
-    std::copy(cand.begin() + pos, cand.begin() + pos + head, chunk_.begin());
-    std::copy(cand.begin(), cand.begin() + (c - head), chunk_.begin() + head);
-    pos = (pos + c) % m;
-    fw_->FilterRun(pre, chunk_, &verdict_chunk_);
-    const int16_t* failed = verdict_chunk_.failed_plugin.data();
-    const engine::VerdictCode* codes = verdict_chunk_.code.data();
-    for (int32_t j = 0; j < c; ++j) {
-      const int16_t f = failed[j];
-      if (f == 0) {
-        if (static_cast<int32_t>(feasible_.size()) == k) {  // the (K+1)-th: evaluated, dropped
-          processed = v + j;
-          stopped = true;
-          break;
-        }
-        feasible_.push_back(chunk_[j]);
-        continue;
-      }
-      ++recorded;
-      const engine::VerdictCode code = codes[j];
-      Verdict* seen = nullptr;
-      for (Verdict& vd : verdicts_) {
-        if (vd.plugin == f && vd.code == code) {
-          seen = &vd;
-          break;
-        }
-      }
-      if (seen == nullptr) {
-        verdicts_.push_back(Verdict{f, code, fw_->Verdict(f - 1, code), 0});
-        seen = &verdicts_.back();
-        if (seen->status.code == Code::kError) {
-          out.code = Code::kError;
-          out.message = seen->status.Message();
-          return out;
-        }
-      }
-      ++seen->count;
-    }
-    v += c;
-    chunk = std::max(2 * chunk, 256);
+  // ends the cycle there, as in the per-pod scan. A local-only run's scan is the
+  // framework's own pass over the verdicts it keeps.
+  engine::Scan& scan = scan_;
+  if (local_only_) {
+    fw_->ScanLocal(pre, cand, pos, k, &scan);
+  } else {
+    ScanChunks(pre, cand, pos, k, &scan);
   }
+  if (scan.error) {
+    out.code = Code::kError;
+    out.message = scan.rejected.back().status.Message();
+    return out;
+  }
+  const int32_t processed = scan.processed;
+  std::vector<engine::NodeIndex>& feasible = scan.feasible;
   *next_start = static_cast<int32_t>((static_cast<int64_t>(*next_start) + processed) % n);
-  out.feasible = static_cast<int32_t>(feasible_.size());
+  out.feasible = static_cast<int32_t>(feasible.size());
 
-  if (feasible_.empty()) {
+  if (feasible.empty()) {
     std::map<std::string, int64_t> reasons;
-    for (const Verdict& vd : verdicts_) {
-      for (const std::string& r : vd.status.reasons) reasons[r] += vd.count;
+    int64_t recorded = 0;
+    for (const engine::Rejection& r : scan.rejected) {
+      for (const std::string& reason : r.status.reasons) reasons[reason] += r.count;
+      recorded += r.count;
     }
     if (pre.restricted) {
       std::vector<std::string> plugins = pre.restricting_plugins;
@@ -330,22 +306,59 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
     return out;
   }
   size_t chosen = 0;
-  if (feasible_.size() > 1) {
+  if (feasible.size() > 1) {
     if (has_score) {
-      fw_->ScoreRun(feasible_, &scores_);
+      fw_->ScoreRun(feasible, &scores_);
       if (scores_.status.code == Code::kError) {
         out.code = Code::kError;
         out.message = scores_.status.Message();
         return out;
       }
     } else {
-      scores_.total.assign(feasible_.size(), 1);
+      scores_.total.assign(feasible.size(), 1);
     }
     chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(scores_.total) : SelectHostRandom(scores_.total, *rng);
     out.score = scores_.total[chosen];
   }
-  out.host = feasible_[chosen];
+  out.host = feasible[chosen];
   return out;
+}
+
+void BatchCycle::ScanChunks(const engine::PreFilterResult& pre, const std::vector<int32_t>& cand, int32_t pos,
+                            int32_t k, engine::Scan* scan) {
+  // Verdicts come in chunks of the visit order, so plugins that are not node-local run on
+  // the visited nodes only (the first chunk is exactly enough when every node fits).
+  const int32_t m = static_cast<int32_t>(cand.size());
+  scan->feasible.clear();
+  scan->rejected.clear();
+  scan->error = false;
+  scan->processed = m;
+  int32_t chunk = std::min(m, k + 1);
+  int32_t found = 0;
+  for (int32_t v = 0; v < m;) {
+    const int32_t c = std::min(chunk, m - v);
+    chunk_.resize(c);  // the next c candidates from pos, wrapping
+    const int32_t head = std::min(c, m - pos);
+    std::copy(cand.begin() + pos, cand.begin() + pos + head, chunk_.begin());
+    std::copy(cand.begin(), cand.begin() + (c - head), chunk_.begin() + head);
+    pos = (pos + c) % m;
+    fw_->FilterRun(pre, chunk_, &verdict_chunk_);
+    for (int32_t j = 0; j < c; ++j) {
+      const int16_t f = verdict_chunk_.failed_plugin[j];
+      if (f != 0) {
+        if (!engine::CountRejection(*fw_, f, verdict_chunk_.code[j], scan)) return;
+        continue;
+      }
+      if (found == k) {  // the (K+1)-th: evaluated, dropped
+        scan->processed = v + j;
+        return;
+      }
+      scan->feasible.push_back(chunk_[j]);
+      ++found;
+    }
+    v += c;
+    chunk = std::max(2 * chunk, 256);
+  }
 }
 
 absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
@@ -366,6 +379,7 @@ absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const S
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     (side == 0 ? out.per_pod_seconds : out.batched_seconds) = seconds;
     (side == 0 ? out.per_pod_next_start : out.batched_next_start) = scheduler->next_start_index();
+    if (side == 1) out.stats = scheduler->batch_stats();
   }
   out.pods = static_cast<int64_t>(order.size());
   for (size_t j = 0; j < order.size(); ++j) {

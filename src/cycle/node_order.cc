@@ -61,28 +61,23 @@ size_t SelectHostHeap(const std::vector<int64_t>& totals) {
   // left. So after Init the root is, recursively, the subtree's own element when it ties
   // the subtree maximum, else the left subtree's winner when that holds the maximum, else
   // the right's: the first maximum in preorder of the implicit tree. Pop returns the root.
-  // No heap: the maximum, then the first of its positions in preorder.
+  // No heap: the maximum, then that descent.
   const size_t n = totals.size();
   if (n == 0) return 0;
-  const int64_t best_total = *std::max_element(totals.begin(), totals.end());
-  // Preorder key of position i: its 1-based path left-aligned to depth 40, then its depth
-  // (an ancestor shares its leftmost descendant's path and sorts first).
-  auto preorder_key = [](size_t i) {
-    const uint64_t p = static_cast<uint64_t>(i) + 1;
-    const int d = 63 - __builtin_clzll(p);
-    return (p << (40 - d)) << 6 | static_cast<uint64_t>(d);
-  };
-  size_t best = n;
-  uint64_t best_key = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (totals[i] != best_total) continue;
-    const uint64_t key = preorder_key(i);
-    if (best == n || key < best_key) {
-      best = i;
-      best_key = key;
+  const int64_t* t = totals.data();
+  const int64_t best = *std::max_element(t, t + n);
+  // Whether the subtree under position x holds the maximum: its levels are the contiguous
+  // runs [lo, lo + width) with lo -> 2 lo + 1 and width doubling.
+  auto holds_best = [&](size_t x) {
+    for (size_t lo = x, width = 1; lo < n; lo = 2 * lo + 1, width *= 2) {
+      const int64_t* end = t + std::min(n, lo + width);
+      if (std::find(t + lo, end, best) != end) return true;
     }
-  }
-  return best;
+    return false;
+  };
+  size_t x = 0;  // its subtree holds the maximum
+  while (t[x] != best) x = holds_best(2 * x + 1) ? 2 * x + 1 : 2 * x + 2;
+  return x;
 }
 
 size_t SelectHostRandom(const std::vector<int64_t>& totals, std::mt19937_64& rng) {

@@ -260,6 +260,12 @@ class CycleScheduler final : public Scheduler {
     return (options_.reference ? *state_.volume_assume : snapshot_->volume_assume_cache()).assumed();
   }
 
+  BatchStats batch_stats() const override {
+    BatchStats out;
+    for (const auto& b : batches_) b->AddStats(&out);
+    return out;
+  }
+
   std::vector<std::string> NodeOrder() const override {
     std::vector<std::string> out;
     for (int32_t i : order_) out.push_back(cluster_.nodes[i].meta.name);
@@ -420,6 +426,9 @@ class CycleScheduler final : public Scheduler {
     if (d.host >= 0) {
       out.node = cluster_.nodes[d.host].meta.name;
       Bind(pod, d.host);
+      for (auto& other : batches_) {
+        if (other.get() != &batch) other->NoteOtherBind();
+      }
     }
     return out;
   }

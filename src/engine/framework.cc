@@ -14,6 +14,18 @@ std::unique_ptr<engine::Framework> MakeFramework(const Profile&, const FeatureGa
 
 namespace engine {
 
+bool CountRejection(const Framework& fw, int16_t plugin, VerdictCode code, Scan* scan) {
+  for (Rejection& r : scan->rejected) {
+    if (r.plugin == plugin && r.code == code) {
+      ++r.count;
+      return true;
+    }
+  }
+  scan->rejected.push_back(Rejection{plugin, code, fw.Verdict(plugin - 1, code), 1});
+  scan->error = scan->rejected.back().status.code == Code::kError;
+  return !scan->error;
+}
+
 bool CudaAvailable() {
 #if defined(KPLACE_HAVE_CUDA)
   int count = 0;

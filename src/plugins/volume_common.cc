@@ -228,6 +228,13 @@ bool IsFullyBound(const PersistentVolumeClaim& pvc) {
   return !pvc.volume_name.empty() && pvc.meta.annotations.count(kBindCompletedAnnotation) > 0;
 }
 
+bool UsesClaims(const Pod& pod) {
+  for (const Volume& v : pod.volumes) {
+    if (v.source == "persistentVolumeClaim" || v.source == "ephemeral") return true;
+  }
+  return false;
+}
+
 std::string EphemeralClaimName(const Pod& pod, const Volume& v) { return StrCat(pod.meta.name, "-", v.name); }
 
 std::string EphemeralOwnerError(const Pod& pod, const PersistentVolumeClaim& pvc) {

@@ -39,6 +39,7 @@ struct RunStats {
   int64_t state_bytes = 0;   // heap growth across Scheduler::Create (host; omp columns live here)
   int64_t growth_bytes = 0;  // heap growth across the measured phase
   int64_t device_bytes = -1;    // device memory growth across Create (cuda); -1 when not measured
+  cycle::BatchStats batch;      // the measured phase's batched runs (engine)
 };
 
 struct BenchResult {

@@ -63,14 +63,25 @@ class BatchCycle {
    *  changed. */
   Decision Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break, std::mt19937_64* rng,
                     int32_t* next_start);
+  /** A pod this cycle did not schedule (another profile's) was bound: a local-only run
+   *  (Framework::LocalOnlyRun) is asked again at its next pod. */
+  void NoteOtherBind() {
+    recheck_local_only_ = recheck_local_only_ || local_only_;
+    local_only_ = false;
+  }
+  /** Adds this cycle's runs and pods to `*stats`. */
+  void AddStats(BatchStats* stats) const {
+    stats->runs += stats_.runs;
+    stats->pods += stats_.pods;
+    stats->local_only += stats_.local_only;
+  }
 
  private:
-  struct Verdict {
-    int16_t plugin;
-    engine::VerdictCode code;
-    PluginStatus status;
-    int64_t count;
-  };
+  /** The scan from candidate `pos` over FilterRun's verdicts, fetched in chunks of the visit
+   *  order so that plugins that are not node-local run on the visited nodes only (the first
+   *  chunk is exactly enough when every node fits). */
+  void ScanChunks(const engine::PreFilterResult& pre, const std::vector<int32_t>& cand, int32_t pos, int32_t k,
+                  engine::Scan* scan);
 
   engine::Framework* fw_;
   const std::vector<int32_t>* order_;
@@ -78,13 +89,16 @@ class BatchCycle {
   std::string signature_;
   Pod run_first_;  // the run's first pod, which node-local plugins compile for the run
   int32_t run_pods_ = 0;
+  bool local_only_ = false;  // Framework::LocalOnlyRun for the current run
+  bool recheck_local_only_ = false;
+  BatchStats stats_;
   // The PreFilter restriction of the run's last pod and its candidates in scan order.
   bool restricted_valid_ = false;
   std::vector<engine::NodeIndex> allowed_, restricted_;
-  std::vector<engine::NodeIndex> feasible_, chunk_;
+  std::vector<engine::NodeIndex> chunk_;
   engine::FilterResult verdict_chunk_;
+  engine::Scan scan_;
   engine::ScoreResult scores_;
-  std::vector<Verdict> verdicts_;  // distinct (plugin, code) of the current scan
 };
 
 /** Per-pod and batched placements of the same pods, compared. */
@@ -95,6 +109,7 @@ struct BatchComparison {
   int32_t per_pod_next_start = 0, batched_next_start = 0;
   double per_pod_seconds = 0, batched_seconds = 0;
   std::vector<Placement> per_pod, batched;  // in queue order
+  BatchStats stats;                         // of the batched side
   bool same() const { return mismatches == 0 && per_pod_next_start == batched_next_start; }
 };
 

@@ -36,6 +36,13 @@ struct Options {
   int32_t batch = kDefaultBatch;
 };
 
+/** How a batched scheduler's pods went (Scheduler::batch_stats). */
+struct BatchStats {
+  int64_t runs = 0;        // batched runs started
+  int64_t pods = 0;        // pods decided in runs
+  int64_t local_only = 0;  // of those, pods of runs only node-local plugins decide
+};
+
 /** Per-node details of one cycle, for `kplace explain`. */
 struct NodeExplanation {
   std::string node;
@@ -79,6 +86,8 @@ class Scheduler {
    *  order); results come back in that order. */
   std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending);
   virtual int32_t next_start_index() const = 0;
+  /** Zeros when not batched. */
+  virtual BatchStats batch_stats() const = 0;
   /** Node names in scan (zone round-robin) order. */
   virtual std::vector<std::string> NodeOrder() const = 0;
   /** What VolumeBinding's Reserve assumed so far, in bind order: each claim of a placed

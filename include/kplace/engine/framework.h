@@ -50,6 +50,29 @@ struct ScoreResult {
   std::vector<PluginStatus> pre_score_status;
 };
 
+/** Nodes the Filter plugins rejected in one scan, per distinct (plugin, code). */
+struct Rejection {
+  int16_t plugin;  // 1 + index into filter_plugins()
+  VerdictCode code;
+  PluginStatus status;  // Framework::Verdict(plugin - 1, code)
+  int64_t count;
+};
+
+/** The cycle's scan for one pod: from a start position in the candidate list, the first k
+ *  feasible nodes, stopping at the (k+1)-th (evaluated, not taken) or at a rejection that
+ *  stands for an error. */
+struct Scan {
+  std::vector<NodeIndex> feasible;   // scan order
+  std::vector<Rejection> rejected;   // in the order first met
+  int32_t processed = 0;  // candidates before the one the scan stopped at; all when it did not
+  bool error = false;     // stopped at rejected.back(), an Error
+};
+
+class Framework;
+/** Counts a node that filter plugin `plugin` (1-based) rejected with `code` into `*scan`;
+ *  false, with scan->error set, when that verdict stands for an error. */
+bool CountRejection(const Framework& fw, int16_t plugin, VerdictCode code, Scan* scan);
+
 class Framework {
  public:
   /** Creates the plugins of `profile` on `backend`; null with `*error` when a plugin is
@@ -97,11 +120,25 @@ class Framework {
   virtual void BeginRun(const Pod& first) = 0;
   /** PreFilter(pod) for the current pod of the run: node-local plugins give what they gave
    *  for the run's first pod (computed once), the others run on `pod`. */
-  virtual PreFilterResult PreFilterRun(const Pod& pod) = 0;
+  virtual const PreFilterResult& PreFilterRun(const Pod& pod) = 0;
+  /** After BeginRun and the run's first pod: true when every plugin that is not node-local
+   *  skips `pod` (of the run's signature) at each of its PreFilter and PreScore points and
+   *  says the skip holds across the run's binds (Plugin::SkipHoldsForRun). From then until
+   *  the next BeginRun no such plugin runs for the run's pods (its OnBind still does), so
+   *  they need node-local state only, and PreFilterRun's result is computed once.
+   *  `candidates` stands in for the feasible nodes PreScore is given. False when a plugin
+   *  that is not node-local has Filter or Score without the PreFilter or PreScore to skip. */
+  virtual bool LocalOnlyRun(const Pod& pod, const std::vector<NodeIndex>& candidates) = 0;
   /** What Filter(pre) gives for the current pod of the run, on the listed nodes only:
    *  out->failed_plugin[j] and out->code[j] are node nodes[j]'s. The cycle asks for the
    *  nodes it visits, in chunks; plugins that are not node-local are evaluated on those. */
   virtual void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) = 0;
+  /** In a local-only run (LocalOnlyRun): the scan itself, over the verdicts the run keeps
+   *  per node, from candidates[pos] on (wrapping) for the first k feasible nodes. It also
+   *  makes the run's kept sums of plain scores ready for those, so the ScoreRun that follows
+   *  gathers only. */
+  virtual void ScanLocal(const PreFilterResult& pre, const std::vector<NodeIndex>& candidates, int32_t pos, int32_t k,
+                         Scan* out) = 0;
   /** Score(feasible) for the current pod of the run into `*out` (its buffers reused across
    *  pods), with `total`, `skipped` and `status` only (raw, normalized and
    *  pre_score_status are left empty). */

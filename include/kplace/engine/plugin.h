@@ -82,6 +82,14 @@ class Plugin {
    * Default false: the plugin is re-evaluated on every node for every pod.
    */
   virtual bool NodeLocal() const { return false; }
+  /**
+   * Asked only when this plugin's PreFilter (where the profile enables it) returned Skip
+   * for `pod` and its PreScore returned Skip or left a ConstantScore: true when a pod with
+   * `pod`'s scheduling signature would get the same after any number of such pods are
+   * bound. A batched run whose pods every plugin that is not node-local skips this way
+   * needs node-local state only (Framework::LocalOnlyRun). Default false.
+   */
+  virtual bool SkipHoldsForRun(const Pod& /*pod*/) const { return false; }
   /** Verdict codes of the `count` nodes listed in `nodes` (backend memory), exactly as
    *  Filter writes them. Returns false when the plugin only filters all nodes at once (the
    *  default); the framework then runs Filter and gathers. */

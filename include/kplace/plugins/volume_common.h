@@ -37,6 +37,9 @@ std::string ClaimClass(const PersistentVolumeClaim& pvc);
 std::string VolumeClass(const PersistentVolume& pv);
 /** volumeName set and the bind-completed annotation present. */
 bool IsFullyBound(const PersistentVolumeClaim& pvc);
+/** Some volume of the pod is a PersistentVolumeClaim or a generic ephemeral volume. The
+ *  volume plugins' Skip for a pod without one depends on the pod alone. */
+bool UsesClaims(const Pod& pod);
 /** `<pod>-<volume>`: the claim a generic ephemeral volume uses. */
 std::string EphemeralClaimName(const Pod& pod, const Volume& v);
 /** "" when the claim's controller owner is the pod, else upstream's error text. */
