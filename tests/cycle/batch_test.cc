@@ -79,9 +79,49 @@ struct Scenario {
   std::vector<Pod> pending;  // queue order = input order
 };
 
+// What a random scenario holds besides its size. The defaults are the original mix, so
+// tests that keep them draw the same scenarios as before.
+struct Mix {
+  // The inter-pod terms of bound pods. Only required anti-affinity of a bound pod makes
+  // InterPodAffinity filter a pod that has no terms of its own; the scoring terms
+  // (required affinity, preferred affinity and anti-affinity) still make it score.
+  enum class Bound { kRequiredAnti, kScoringTerms, kNoTerms } bound = Bound::kRequiredAnti;
+  // Percentage of pod templates drawn with node-local features only (resources, taints and
+  // tolerations, node selector, node affinity, host ports, nodeName): no spread
+  // constraints, no pod (anti-)affinity, no volumes, so every plugin that is not
+  // node-local skips them unless a Service selects them (below) or a bound pod's terms do.
+  int node_local_percent = 0;
+  // The other templates may mount a read-write GCE disk (VolumeRestrictions).
+  bool volumes = false;
+  // A Service selecting app=g1: such pods get the system default spread constraints
+  // although they declare none.
+  bool services = false;
+};
+
+// Most templates node-local, the others with every kind of cluster-wide feature, and no
+// bound pod with inter-pod terms.
+Mix NodeLocalMix(int node_local_percent) {
+  Mix mix;
+  mix.bound = Mix::Bound::kNoTerms;
+  mix.node_local_percent = node_local_percent;
+  mix.volumes = true;
+  mix.services = true;
+  return mix;
+}
+
+// A read-write GCE persistent disk, which fits one pod per node.
+Volume GceDisk(const std::string& disk) {
+  Volume v;
+  v.name = "data";
+  v.source = "gcePersistentDisk";
+  v.disk_id = disk;
+  v.source_json = StrCat(R"({"pdName":")", disk, R"("})");
+  return v;
+}
+
 // A cluster with zones, tiers, taints, a few unschedulable nodes, images, an extended
-// resource, and bound pods with labels, host ports and anti-affinity.
-ObjectSet RandomCluster(std::mt19937_64& rng, int32_t num_nodes) {
+// resource, and bound pods with labels, host ports and (per `mix`) inter-pod terms.
+ObjectSet RandomCluster(std::mt19937_64& rng, int32_t num_nodes, const Mix& mix) {
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
   ObjectSet c;
   const int zones = 1 + pick(5);
@@ -107,11 +147,21 @@ ObjectSet RandomCluster(std::mt19937_64& rng, int32_t num_nodes) {
     Pod p = MakePod(StrCat("bound-", j), {{"cpu", "100m"}, {"memory", "256Mi"}}, StrCat("node-", pick(num_nodes)));
     p.meta.labels["app"] = pick(2) ? "a" : "b";
     if (pick(6) == 0) p.containers[0].ports.push_back(MakeHostPort(8080));
-    if (pick(12) == 0) {
+    const bool terms = pick(12) == 0;
+    if (terms && mix.bound == Mix::Bound::kRequiredAnti) {
       testing::ipa::RequireAnti(p, testing::ipa::Term(testing::MatchLabels({{"app", "c"}}), kHostname));
+    }
+    if (terms && mix.bound == Mix::Bound::kScoringTerms) {
+      // Terms that select pending pods' apps, so they move those pods' scores.
+      const PodAffinityTerm t = testing::ipa::Term(testing::MatchLabels({{"app", StrCat("g", pick(4))}}), kZone);
+      const int kind = pick(3);
+      if (kind == 0) testing::ipa::RequireAffinity(p, t);
+      if (kind == 1) testing::ipa::PreferAffinity(p, 1 + pick(100), t);
+      if (kind == 2) testing::ipa::PreferAnti(p, 1 + pick(100), t);
     }
     c.pods.push_back(std::move(p));
   }
+  if (mix.services) c.workloads.push_back(testing::MakeService("g1", {{"app", "g1"}}));
   return c;
 }
 
@@ -126,9 +176,37 @@ NodeSelector NamedNodes(const std::vector<std::string>& names) {
   return s;
 }
 
-// A pod template drawn from the features every default plugin reads.
-Pod RandomTemplate(std::mt19937_64& rng, int group, int32_t num_nodes) {
+// Spread constraints, pod (anti-)affinity and (per `mix`) a disk: the features plugins
+// that are not node-local read.
+void AddClusterWideFeatures(std::mt19937_64& rng, const std::string& app, const Mix& mix, Pod& p) {
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  if (mix.volumes && pick(6) == 0) p.volumes.push_back(GceDisk(StrCat("pd-", pick(3))));
+  if (pick(8) == 0) {
+    p.topology_spread_constraints.push_back(testing::HardSpread(1 + pick(2), kZone, testing::MatchLabels({{"app", app}})));
+  }
+  if (pick(8) == 0) {
+    p.topology_spread_constraints.push_back(testing::SoftSpread(1, kHostname, testing::MatchLabels({{"app", app}})));
+  }
+  if (pick(9) == 0) {
+    testing::ipa::RequireAnti(p, testing::ipa::Term(testing::MatchLabels({{"app", app}}), kHostname));
+  }
+  if (pick(9) == 0) {
+    testing::ipa::PreferAffinity(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "a"}}), kZone));
+  }
+  if (pick(12) == 0) {
+    testing::ipa::RequireAffinity(p, testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kZone));
+  }
+  if (pick(12) == 0) {
+    testing::ipa::PreferAnti(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kHostname));
+  }
+}
+
+// A pod template drawn from the features every default plugin reads, or (a share of
+// `mix`) from those node-local plugins read.
+Pod RandomTemplate(std::mt19937_64& rng, int group, int32_t num_nodes, const Mix& mix) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  // Drawn only when asked for, so the original mix keeps its draws.
+  const bool node_local = mix.node_local_percent > 0 && pick(100) < mix.node_local_percent;
   static const char* kCpu[] = {"100m", "500m", "1", "3"};
   static const char* kMem[] = {"100Mi", "1Gi", "3Gi"};
   std::map<std::string, std::string> requests;
@@ -166,41 +244,24 @@ Pod RandomTemplate(std::mt19937_64& rng, int group, int32_t num_nodes) {
     }
   }
   if (pick(8) == 0) p.containers[0].ports.push_back(MakeHostPort(pick(2) ? 8080 : 9090));
-  if (pick(8) == 0) {
-    p.topology_spread_constraints.push_back(testing::HardSpread(1 + pick(2), kZone, testing::MatchLabels({{"app", app}})));
-  }
-  if (pick(8) == 0) {
-    p.topology_spread_constraints.push_back(testing::SoftSpread(1, kHostname, testing::MatchLabels({{"app", app}})));
-  }
-  if (pick(9) == 0) {
-    testing::ipa::RequireAnti(p, testing::ipa::Term(testing::MatchLabels({{"app", app}}), kHostname));
-  }
-  if (pick(9) == 0) {
-    testing::ipa::PreferAffinity(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "a"}}), kZone));
-  }
-  if (pick(12) == 0) {
-    testing::ipa::RequireAffinity(p, testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kZone));
-  }
-  if (pick(12) == 0) {
-    testing::ipa::PreferAnti(p, 1 + pick(100), testing::ipa::Term(testing::MatchLabels({{"app", "b"}}), kHostname));
-  }
-  if (pick(40) == 0) p.node_name = StrCat("node-", pick(num_nodes));
+  if (!node_local) AddClusterWideFeatures(rng, app, mix, p);
+  if (pick(node_local ? 12 : 40) == 0) p.node_name = StrCat("node-", pick(num_nodes));
   if (pick(5) == 0) p.scheduler_name = "packing-scheduler";
   return p;
 }
 
 // Runs of identical pods (lengths 1 to `max_run`) interleaved with one another and with
 // single different pods.
-Scenario RandomScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods, int32_t max_run) {
+Scenario RandomScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods, int32_t max_run, const Mix& mix = {}) {
   std::mt19937_64 rng(seed);
   Scenario s;
-  s.cluster = RandomCluster(rng, num_nodes);
+  s.cluster = RandomCluster(rng, num_nodes, mix);
   std::vector<Pod> templates;
-  for (int g = 0; g < 6; ++g) templates.push_back(RandomTemplate(rng, g, num_nodes));
+  for (int g = 0; g < 6; ++g) templates.push_back(RandomTemplate(rng, g, num_nodes, mix));
   int64_t created = 1000;
   while (static_cast<int32_t>(s.pending.size()) < num_pods) {
     const bool single = rng() % 4 == 0;
-    const Pod& t = single ? RandomTemplate(rng, 100 + static_cast<int>(s.pending.size()), num_nodes)
+    const Pod& t = single ? RandomTemplate(rng, 100 + static_cast<int>(s.pending.size()), num_nodes, mix)
                           : templates[rng() % templates.size()];
     const int32_t run = single ? 1 : 1 + static_cast<int32_t>(rng() % max_run);
     for (int32_t r = 0; r < run && static_cast<int32_t>(s.pending.size()) < num_pods; ++r) {
@@ -214,14 +275,49 @@ Scenario RandomScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods, int3
   return s;
 }
 
-void ExpectSame(const Scenario& s, const SchedulerConfig& config, const Options& options, const std::string& what) {
+// SchedulingBasic's shape: alike nodes (4 cpu, room for 40 pods each) in three zones and
+// one run of identical plain pods (100m cpu).
+Scenario PlainScenario(int32_t num_nodes, int32_t num_pods) {
+  Scenario s;
+  for (int i = 0; i < num_nodes; ++i) {
+    s.cluster.nodes.push_back(MakeNode(StrCat("node-", i), {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}},
+                                       {{kZone, StrCat("zone-", i % 3)}, {kHostname, StrCat("node-", i)}}));
+  }
+  for (int i = 0; i < num_pods; ++i) {
+    Pod p = MakePod(StrCat("p", i), {{"cpu", "100m"}, {"memory", "500Mi"}});
+    p.meta.creation_unix = i;
+    s.pending.push_back(p);
+  }
+  return s;
+}
+
+int64_t Placed(const std::vector<Placement>& placements) {
+  return std::count_if(placements.begin(), placements.end(), [](const Placement& p) { return !p.node.empty(); });
+}
+
+// How many placed pods `placements` hold, expecting no node twice.
+size_t DistinctNodes(const std::vector<Placement>& placements) {
+  std::set<std::string> nodes;
+  for (const Placement& p : placements) {
+    if (!p.node.empty()) {
+      EXPECT_TRUE(nodes.insert(p.node).second) << p.node;
+    }
+  }
+  return nodes.size();
+}
+
+// Compares the two paths on `s`, expecting them the same and some pod placed (a scenario
+// placing nothing would compare little), and returns the comparison (empty when it could
+// not be made).
+BatchComparison ExpectSame(const Scenario& s, const SchedulerConfig& config, const Options& options,
+                           const std::string& what) {
   auto c = CompareBatched(s.cluster, config, options, s.pending);
-  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c.ok()) << what << ": " << c.status();
+  if (!c.ok()) return {};
   EXPECT_TRUE(c->same()) << what << ": " << c->mismatches << " of " << c->pods
                          << " placements differ; first: " << c->first_mismatch;
-  int64_t placed = 0;
-  for (const Placement& p : c->per_pod) placed += p.node.empty() ? 0 : 1;
-  EXPECT_GT(placed, 0) << what;
+  EXPECT_GT(Placed(c->per_pod), 0) << what;
+  return *std::move(c);
 }
 
 TEST(BatchTest, SignatureIgnoresNameUidAndCreationOnly) {
@@ -336,15 +432,10 @@ TEST(BatchTest, HostPortsOnePodPerNode) {
     p.meta.creation_unix = i;
     s.pending.push_back(p);
   }
-  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "host ports");
-  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
-  ASSERT_TRUE(c.ok());
-  std::set<std::string> nodes;
-  for (const Placement& p : c->batched) {
-    if (!p.node.empty()) EXPECT_TRUE(nodes.insert(p.node).second) << p.node;
-  }
-  EXPECT_EQ(nodes.size(), 40u);
-  EXPECT_EQ(c->batched.back().message, "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports.");
+  BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "host ports");
+  ASSERT_EQ(c.pods, 60);
+  EXPECT_EQ(DistinctNodes(c.batched), 40u);
+  EXPECT_EQ(c.batched.back().message, "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports.");
 }
 
 TEST(BatchTest, PluginsWithoutFilterNodesMatchPerPod) {
@@ -354,23 +445,13 @@ TEST(BatchTest, PluginsWithoutFilterNodesMatchPerPod) {
   for (int i = 0; i < 30; ++i) s.cluster.nodes.push_back(MakeNode(StrCat("n", i), {{"cpu", "8"}, {"pods", "110"}}));
   for (int i = 0; i < 40; ++i) {
     Pod p = MakePod(StrCat("p", i), {{"cpu", "100m"}});
-    Volume v;
-    v.name = "data";
-    v.source = "gcePersistentDisk";
-    v.disk_id = "pd-1";
-    v.source_json = R"({"pdName":"pd-1"})";
-    p.volumes.push_back(v);
+    p.volumes.push_back(GceDisk("pd-1"));
     p.meta.creation_unix = i;
     s.pending.push_back(p);
   }
-  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "gce disk");
-  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
-  ASSERT_TRUE(c.ok());
-  std::set<std::string> nodes;
-  for (const Placement& p : c->batched) {
-    if (!p.node.empty()) EXPECT_TRUE(nodes.insert(p.node).second) << p.node;
-  }
-  EXPECT_EQ(nodes.size(), 30u) << c->batched.back().message;
+  BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "gce disk");
+  ASSERT_EQ(c.pods, 40);
+  EXPECT_EQ(DistinctNodes(c.batched), 30u) << c.batched.back().message;
 }
 
 TEST(BatchTest, RestrictedCandidatesAndExplainStayPerPod) {
@@ -384,10 +465,9 @@ TEST(BatchTest, RestrictedCandidatesAndExplainStayPerPod) {
     p.meta.creation_unix = i;
     s.pending.push_back(p);
   }
-  ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "restricted");
-  auto c = CompareBatched(s.cluster, TwoProfiles(engine::Backend::kOmp, 0), Options{}, s.pending);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->batched.back().message,
+  BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "restricted");
+  ASSERT_EQ(c.pods, 10);
+  EXPECT_EQ(c.batched.back().message,
             "0/30 nodes are available: 27 node(s) didn't satisfy plugin(s) [NodeAffinity], 3 Insufficient cpu.");
 
   Options explain;
@@ -431,20 +511,92 @@ TEST(BatchTest, RandomizedLargeClusters) {
 
 TEST(BatchTest, PlainPodsAtFiveThousandNodes) {
   // SchedulingBasic's shape: one long run of identical pods, batches of 1 to 2,000.
-  Scenario s;
-  for (int i = 0; i < 5000; ++i) {
-    s.cluster.nodes.push_back(MakeNode(StrCat("node-", i), {{"cpu", "4"}, {"memory", "32Gi"}, {"pods", "110"}},
-                                       {{kZone, StrCat("zone-", i % 3)}, {kHostname, StrCat("node-", i)}}));
-  }
-  for (int i = 0; i < 2000; ++i) {
-    Pod p = MakePod(StrCat("p", i), {{"cpu", "100m"}, {"memory", "500Mi"}});
-    p.meta.creation_unix = i;
-    s.pending.push_back(p);
-  }
+  Scenario s = PlainScenario(5000, 2000);
   for (int32_t batch : {1, 3, 2000}) {
     Options options;
     options.batch = batch;
     ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, StrCat("batch ", batch));
+  }
+}
+
+TEST(BatchTest, TenThousandPlainPodsInOneRun) {
+  // One run of 10,000 identical pods under batch 10,000: in ctest on 200 nodes, which
+  // hold 8,000 of them, so the run also fills the cluster and fails the last 2,000 with
+  // one text; the soak adds 15,000 nodes, where all fit.
+  struct Case {
+    int32_t nodes, pods;
+  };
+  std::vector<Case> cases = {{200, 10000}};
+  if (Soak()) cases.push_back({15000, 10000});
+  for (const Case& k : cases) {
+    Scenario s = PlainScenario(k.nodes, k.pods);
+    Options options;
+    options.batch = 10000;
+    const std::string what = StrCat(k.nodes, " nodes, ", k.pods, " plain pods, batch ", options.batch);
+    BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, what);
+    ASSERT_EQ(c.batched.size(), static_cast<size_t>(k.pods)) << what;
+    EXPECT_EQ(Placed(c.batched), std::min<int64_t>(k.pods, 40LL * k.nodes)) << what;
+    if (k.pods > 40LL * k.nodes) {
+      EXPECT_EQ(c.batched.back().message, StrCat("0/", k.nodes, " nodes are available: ", k.nodes, " Insufficient cpu."))
+          << what;
+    }
+  }
+}
+
+TEST(BatchTest, RandomizedNodeLocalRuns) {
+  // No pod bound at the start carries required anti-affinity, and most templates need
+  // node-local plugins only: runs that every other plugin skips (PodTopologySpread,
+  // InterPodAffinity, the volume plugins) interleave with runs and single pods that use
+  // spread, (anti-)affinity or a disk, whose binds change what later runs may skip.
+  // Bound pods' scoring terms and a Service's default spread make some pods without
+  // terms of their own still need those plugins.
+  const int seeds = Soak() ? 200 : 24;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    Mix mix;
+    mix.bound = seed % 2 == 0 ? Mix::Bound::kNoTerms : Mix::Bound::kScoringTerms;
+    mix.node_local_percent = std::vector<int>{60, 85, 100}[seed % 3];
+    mix.volumes = seed % 4 < 2;
+    mix.services = seed % 5 < 2;
+    const int32_t nodes = std::vector<int32_t>{50, 137, 300, 1000}[(seed / 2) % 4];
+    const int32_t max_run = std::vector<int32_t>{12, 60, 400}[seed % 3];
+    Scenario s = RandomScenario(1000 + seed, nodes, Soak() ? 1500 : 400, max_run, mix);
+    for (int32_t percentage : {0, 100}) {
+      Options options;
+      options.batch = std::vector<int32_t>{2, 16, kDefaultBatch, 10000}[seed % 4];
+      options.tie_break = (seed / 3) % 2 == 0 ? TieBreak::kRandom : TieBreak::kHeap;
+      options.seed = seed;
+      ExpectSame(s, TwoProfiles(engine::Backend::kOmp, percentage), options,
+                 StrCat("seed ", seed, ", ", nodes, " nodes, node-local ", mix.node_local_percent, "%, percentage ",
+                        percentage, ", batch ", options.batch));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST(BatchTest, RandomizedFifteenThousandNodes) {
+  // The largest cluster of issue #7, with the original mix and with node-local runs. The
+  // soak adds runs of thousands of identical pods. Seed 225 queues 11,127 alike
+  // node-local pods, then 11,623 alike pods that need the other plugins, then 7,249
+  // node-local ones: under batch 10,000 runs of 10,000 of both kinds.
+  struct Case {
+    uint64_t seed;
+    int32_t pods, max_run, batch;
+    Mix mix;
+  };
+  const Mix node_local = NodeLocalMix(70);
+  std::vector<Case> cases = {{201, 1000, 100, kDefaultBatch, Mix{}}, {202, 1000, 100, kDefaultBatch, node_local}};
+  if (Soak()) {
+    cases.push_back({203, 4000, 2000, kDefaultBatch, Mix{}});
+    cases.push_back({225, 30000, 10000, 10000, node_local});
+  }
+  for (const Case& k : cases) {
+    Scenario s = RandomScenario(k.seed, 15000, k.pods, k.max_run, k.mix);
+    Options options;
+    options.batch = k.batch;
+    options.tie_break = k.seed % 2 == 0 ? TieBreak::kRandom : TieBreak::kHeap;
+    options.seed = k.seed;
+    ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options,
+               StrCat("15000 nodes, seed ", k.seed, ", ", k.pods, " pods, batch ", k.batch));
   }
 }
 
@@ -498,7 +650,7 @@ TEST(BatchTest, BenchCommandVerifies) {
 TEST(BatchTest, CudaMatchesPerPodWhenPresent) {
   if (!engine::CudaAvailable()) GTEST_SKIP() << "no CUDA device";
   for (int seed = 1; seed <= 4; ++seed) {
-    Scenario s = RandomScenario(seed, seed % 2 ? 300 : 2000, 300, 50);
+    Scenario s = RandomScenario(seed, seed % 2 ? 300 : 2000, 300, 50, seed > 2 ? NodeLocalMix(80) : Mix{});
     Options options;
     options.backend = engine::Backend::kCuda;
     ExpectSame(s, TwoProfiles(engine::Backend::kCuda, 0), options, StrCat("cuda seed ", seed));
