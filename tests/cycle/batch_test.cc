@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 #include <set>
@@ -38,6 +39,27 @@ using testing::Q;
 constexpr char kZone[] = "topology.kubernetes.io/zone";
 constexpr char kRegion[] = "topology.kubernetes.io/region";
 constexpr char kHostname[] = "kubernetes.io/hostname";
+
+// Sets an environment variable for the life of the object (read when schedulers are built).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old != nullptr) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
 
 bool Soak() {
   const char* v = std::getenv("KPLACE_SOAK");
@@ -515,7 +537,13 @@ TEST(BatchTest, PlainPodsAtFiveThousandNodes) {
   for (int32_t batch : {1, 3, 2000}) {
     Options options;
     options.batch = batch;
-    ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, StrCat("batch ", batch));
+    BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), options, StrCat("batch ", batch));
+    // Plain pods need node-local plugins only: every pod but each run's first goes the
+    // local-only way (CompareBatched's batched side takes the default batch for 1).
+    const int64_t run = batch > 1 ? batch : kDefaultBatch;
+    const int64_t runs = (2000 + run - 1) / run;
+    EXPECT_EQ(c.stats.runs, runs) << batch;
+    EXPECT_EQ(c.stats.local_only, 2000 - runs) << batch;
   }
 }
 
@@ -550,6 +578,10 @@ TEST(BatchTest, RandomizedNodeLocalRuns) {
   // spread, (anti-)affinity or a disk, whose binds change what later runs may skip.
   // Bound pods' scoring terms and a Service's default spread make some pods without
   // terms of their own still need those plugins.
+  // Local-only runs also check their premise on every pod here: a plugin that stops
+  // skipping turns the pod's placement into an error, which the comparison reports.
+  ScopedEnv self_check("KPLACE_BATCH_SELF_CHECK", "1");
+  int64_t local_only = 0, batched = 0;
   const int seeds = Soak() ? 200 : 24;
   for (int seed = 1; seed <= seeds; ++seed) {
     Mix mix;
@@ -565,12 +597,17 @@ TEST(BatchTest, RandomizedNodeLocalRuns) {
       options.batch = std::vector<int32_t>{2, 16, kDefaultBatch, 10000}[seed % 4];
       options.tie_break = (seed / 3) % 2 == 0 ? TieBreak::kRandom : TieBreak::kHeap;
       options.seed = seed;
-      ExpectSame(s, TwoProfiles(engine::Backend::kOmp, percentage), options,
-                 StrCat("seed ", seed, ", ", nodes, " nodes, node-local ", mix.node_local_percent, "%, percentage ",
-                        percentage, ", batch ", options.batch));
+      BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, percentage), options,
+                                     StrCat("seed ", seed, ", ", nodes, " nodes, node-local ", mix.node_local_percent,
+                                            "%, percentage ", percentage, ", batch ", options.batch));
       if (HasFailure()) return;
+      local_only += c.stats.local_only;
+      batched += c.stats.pods;
     }
   }
+  // The fast path is taken, and not for every pod.
+  EXPECT_GT(local_only, batched / 5);
+  EXPECT_LT(local_only, batched);
 }
 
 TEST(BatchTest, RandomizedFifteenThousandNodes) {
