@@ -1,6 +1,7 @@
 // The per-pod framework, compiled once per backend.
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -103,6 +104,8 @@ class BackendFramework final : public engine::Framework {
   bool LocalOnlyRun(const Pod& pod, const std::vector<NodeIndex>& candidates) override {
     local_only_ = false;
     run_pre_valid_ = false;
+    local_totals_ = false;
+    ready_.clear();
     std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
     if (!OthersSkip(pod, candidates, &constant, nullptr)) return false;
     local_constant_ = std::move(constant);
@@ -293,6 +296,7 @@ class BackendFramework final : public engine::Framework {
     forget(run_local_valid_);
     for (ScoreCache& c : run_scores_) forget(c.valid);
     forget(static_valid_);
+    if (static_cast<size_t>(node) < ready_.size()) ready_[node] = -1;
   }
 
   void BeginRun(const Pod& first) override {
@@ -306,6 +310,8 @@ class BackendFramework final : public engine::Framework {
     local_only_ = false;
     run_pre_valid_ = false;
     window_sums_held_ = false;
+    local_totals_ = false;
+    ready_.clear();
     for (ScoreCache& c : run_scores_) c.valid.clear();
     static_valid_.clear();
   }
@@ -337,45 +343,104 @@ class BackendFramework final : public engine::Framework {
     const int32_t m = static_cast<int32_t>(cand.size());
     out->feasible.clear();
     out->rejected.clear();
+    out->total.clear();
     out->error = false;
     out->processed = m;
     HoldLocal(pre, nullptr, 0);  // lays out the run's verdict arrays
-    // After the run's first ScoreRun the plain sums it keeps are known; the scan marks the
-    // feasible nodes whose sums are not held and scores them below.
+    // After the run's first ScoreRun the plain sums it keeps are known: the scan holds them
+    // for the feasible nodes, and when every score plugin of the run adds a plain or a
+    // constant score it writes the totals too (ScoreRun is then not needed).
     const bool sums = local_only_ && !static_valid_.empty();
+    const bool totals = sums && local_totals_;
+    out->scored = totals;
     std::vector<NodeIndex>& unsummed = sums_missing_;
+    std::vector<int32_t>& unsummed_at = sums_missing_at_;
     unsummed.clear();
+    unsummed_at.clear();
+    // Written through raw pointers into buffers that only grow: the loop is the batched
+    // path's per-pod pass. Copied out at the end.
+    const size_t most = static_cast<size_t>(std::max(0, std::min(k, m)));
+    if (scan_nodes_.size() < most) scan_nodes_.resize(most);
+    if (scan_totals_.size() < most) scan_totals_.resize(most);
+    NodeIndex* feasible = scan_nodes_.data();
+    int64_t* total = scan_totals_.data();
+    const NodeIndex* list = cand.data();
     const uint8_t* held = run_local_valid_.data();
     const int16_t* failed = run_local_.failed_plugin.data();
     const VerdictCode* code = run_local_.code.data();
     uint8_t* sum_held = static_valid_.data();
+    const int64_t* sum = static_sum_host_.data();
+    const int64_t offset = local_offset_;
+    if (totals && ready_.size() != static_cast<size_t>(snapshot_->num_nodes())) {
+      ready_.assign(snapshot_->num_nodes(), -1);
+    }
+    int64_t* ready = ready_.data();
+    int64_t max_total = std::numeric_limits<int64_t>::min();
     int32_t found = 0;
-    for (int32_t v = 0, p = pos; v < m; ++v, p = p + 1 == m ? 0 : p + 1) {
-      const NodeIndex i = cand[p];
-      if (!held[i]) {  // this node and the next ones in scan order, at once
-        const int32_t c = std::min<int32_t>(kHoldAhead, m - v);
-        ahead_.resize(c);
-        for (int32_t j = 0, q = p; j < c; ++j, q = q + 1 == m ? 0 : q + 1) ahead_[j] = cand[q];
-        HoldLocal(pre, ahead_.data(), c);
-      }
-      const int16_t f = failed[i];
-      if (f != 0) {
-        if (!engine::CountRejection(*this, f, code[i], out)) break;
-        continue;
-      }
-      if (found == k) {  // the (k+1)-th: evaluated, dropped
-        out->processed = v;
-        break;
-      }
-      out->feasible.push_back(i);
-      ++found;
-      if (sums && !sum_held[i]) {
-        sum_held[i] = 1;
-        unsummed.push_back(i);
+    bool stop = false;
+    // The list from pos to its end, then from its start to pos; v counts the visited.
+    for (int32_t part = 0, v = 0; part < 2 && !stop; ++part) {
+      const int32_t to = part == 0 ? m : pos;
+      for (int32_t p = part == 0 ? pos : 0; p < to; ++p, ++v) {
+        const NodeIndex i = list[p];
+        if (totals && ready[i] >= 0) {  // feasible, total known: the common case
+          if (found == k) {
+            out->processed = v;
+            stop = true;
+            break;
+          }
+          feasible[found] = i;
+          total[found] = ready[i];
+          max_total = std::max(max_total, ready[i]);
+          ++found;
+          continue;
+        }
+        if (!held[i]) {  // this node and the next ones in scan order, at once
+          const int32_t c = std::min<int32_t>(kHoldAhead, m - v);
+          ahead_.resize(c);
+          for (int32_t j = 0, q = p; j < c; ++j, q = q + 1 == m ? 0 : q + 1) ahead_[j] = list[q];
+          HoldLocal(pre, ahead_.data(), c);
+        }
+        const int16_t f = failed[i];
+        if (f != 0) {
+          if (!engine::CountRejection(*this, f, code[i], out)) {
+            stop = true;
+            break;
+          }
+          continue;
+        }
+        if (found == k) {  // the (k+1)-th: evaluated, dropped
+          out->processed = v;
+          stop = true;
+          break;
+        }
+        feasible[found] = i;
+        if (sums && !sum_held[i]) {
+          sum_held[i] = 1;
+          unsummed.push_back(i);
+          unsummed_at.push_back(found);
+        } else if (totals) {
+          total[found] = ready[i] = sum[i] + offset;
+          max_total = std::max(max_total, total[found]);
+        }
+        ++found;
       }
     }
-    if (sums) ScoreStatic(unsummed);
-    window_sums_held_ = sums;
+    out->feasible.assign(feasible, feasible + found);
+    if (!sums) {
+      window_sums_held_ = false;
+      return;
+    }
+    ScoreStatic(unsummed);
+    window_sums_held_ = true;
+    if (!totals) return;
+    for (size_t j = 0; j < unsummed.size(); ++j) {
+      const int64_t t = ready[unsummed[j]] = sum[unsummed[j]] + offset;
+      total[unsummed_at[j]] = t;
+      max_total = std::max(max_total, t);
+    }
+    out->total.assign(total, total + found);
+    out->max_total = max_total;
   }
 
   void ScoreRun(const std::vector<NodeIndex>& feasible, ScoreResult* result) override {
@@ -406,6 +471,13 @@ class BackendFramework final : public engine::Framework {
       StaticTotals(plain, feasible, window, offset, total);
     } else {
       FillN(total, count, offset);
+    }
+    if (local_only_ && plain != 0) {
+      bool all = true;
+      for (size_t k = 0; k < score_.size(); ++k) all = all && (out.skipped[k] || ((plain | constant) >> k & 1));
+      if (all != local_totals_ || offset != local_offset_) ready_.clear();
+      local_totals_ = all;
+      local_offset_ = offset;
     }
     if (run_scores_.size() != score_.size()) run_scores_.assign(score_.size(), ScoreCache{});
     for (size_t k = 0; k < score_.size(); ++k) {
@@ -455,6 +527,7 @@ class BackendFramework final : public engine::Framework {
       run_local_skip_ = local_skip;
       run_filter_valid_ = true;
       run_local_valid_.assign(n, 0);
+      ready_.clear();
       run_local_.failed_plugin.resize(n);
       run_local_.code.resize(n);
     }
@@ -631,6 +704,8 @@ class BackendFramework final : public engine::Framework {
       static_valid_.assign(n, 0);
       static_plugins_ = plain;
       Scratch(&static_sum_, n);
+      static_sum_host_.assign(n, 0);
+      ready_.clear();
       window_sums_held_ = false;
     }
     if (!window_sums_held_) {  // else ScanLocal saw to it
@@ -662,6 +737,10 @@ class BackendFramework final : public engine::Framework {
     }
     int64_t* sums = Ptr(static_sum_);
     WithPolicy(m, [&](auto p) { thrust::scatter(p, sum, sum + m, at, sums); }, kOmpLightSerialBelow);
+    // The host copy ScanLocal reads.
+    summed_.resize(m);
+    Download(missing_sum_, m, summed_.data());
+    for (int32_t j = 0; j < m; ++j) static_sum_host_[nodes[j]] = summed_[j];
   }
 
   void StartPod(const Pod& pod) {
@@ -717,8 +796,19 @@ class BackendFramework final : public engine::Framework {
   // The run's weighted sum of plain (node-local, not normalized) raw scores per node.
   std::vector<uint8_t> static_valid_;
   uint64_t static_plugins_ = 0;
+  std::vector<int64_t> static_sum_host_, summed_;  // static_sum_ in host memory
   bool window_sums_held_ = false;  // ScanLocal made the current window's sums held
   std::vector<NodeIndex> sums_missing_, ahead_;
+  std::vector<int32_t> sums_missing_at_;
+  // A local-only run whose score plugins all add plain or constant scores: ScanLocal
+  // writes the totals, the plain sum plus this offset.
+  bool local_totals_ = false;
+  int64_t local_offset_ = 0;
+  // In that case, per node: its total when it is feasible and its verdict and sum are
+  // held, else -1 (totals are never negative). Empty until the run's first such scan.
+  std::vector<int64_t> ready_;
+  std::vector<NodeIndex> scan_nodes_;  // ScanLocal's buffers
+  std::vector<int64_t> scan_totals_;
   // ScanLocal evaluates a node not held yet together with this many after it.
   static constexpr int32_t kHoldAhead = 64;
   vector<int64_t> static_sum_;

@@ -306,7 +306,11 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
     return out;
   }
   size_t chosen = 0;
-  if (feasible.size() > 1) {
+  if (feasible.size() > 1 && scan.scored) {
+    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(scan.total, scan.max_total)
+                                          : SelectHostRandom(scan.total, *rng);
+    out.score = scan.total[chosen];
+  } else if (feasible.size() > 1) {
     if (has_score) {
       fw_->ScoreRun(feasible, &scores_);
       if (scores_.status.code == Code::kError) {
@@ -329,9 +333,9 @@ void BatchCycle::ScanChunks(const engine::PreFilterResult& pre, const std::vecto
   // Verdicts come in chunks of the visit order, so plugins that are not node-local run on
   // the visited nodes only (the first chunk is exactly enough when every node fits).
   const int32_t m = static_cast<int32_t>(cand.size());
+  *scan = engine::Scan{std::move(scan->feasible), std::move(scan->rejected)};  // buffers kept
   scan->feasible.clear();
   scan->rejected.clear();
-  scan->error = false;
   scan->processed = m;
   int32_t chunk = std::min(m, k + 1);
   int32_t found = 0;

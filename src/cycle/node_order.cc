@@ -62,10 +62,13 @@ size_t SelectHostHeap(const std::vector<int64_t>& totals) {
   // the subtree maximum, else the left subtree's winner when that holds the maximum, else
   // the right's: the first maximum in preorder of the implicit tree. Pop returns the root.
   // No heap: the maximum, then that descent.
+  if (totals.empty()) return 0;
+  return SelectHostHeap(totals, *std::max_element(totals.begin(), totals.end()));
+}
+
+size_t SelectHostHeap(const std::vector<int64_t>& totals, int64_t best) {
   const size_t n = totals.size();
-  if (n == 0) return 0;
   const int64_t* t = totals.data();
-  const int64_t best = *std::max_element(t, t + n);
   // Whether the subtree under position x holds the maximum: its levels are the contiguous
   // runs [lo, lo + width) with lo -> 2 lo + 1 and width doubling.
   auto holds_best = [&](size_t x) {

@@ -26,6 +26,8 @@ int32_t NumFeasibleNodesToFind(int32_t percentage, int32_t num_candidates);
 /** Upstream >= 1.35: the Go container/heap pop over (total, randomizer = 0) in feasible
  *  order. Returns the index of the chosen node in `totals`. */
 size_t SelectHostHeap(const std::vector<int64_t>& totals);
+/** The same, given the largest of `totals` (non-empty). */
+size_t SelectHostHeap(const std::vector<int64_t>& totals, int64_t max_total);
 
 /** Upstream <= 1.34: uniform choice among the maxima, seeded for reproducibility. */
 size_t SelectHostRandom(const std::vector<int64_t>& totals, std::mt19937_64& rng);

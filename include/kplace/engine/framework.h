@@ -66,6 +66,11 @@ struct Scan {
   std::vector<Rejection> rejected;   // in the order first met
   int32_t processed = 0;  // candidates before the one the scan stopped at; all when it did not
   bool error = false;     // stopped at rejected.back(), an Error
+  /** Set by ScanLocal when it also scored the window: total[j] is feasible[j]'s weighted
+   *  total as ScoreRun gives it, max_total the largest. */
+  bool scored = false;
+  std::vector<int64_t> total;
+  int64_t max_total = 0;
 };
 
 class Framework;
@@ -136,7 +141,8 @@ class Framework {
   /** In a local-only run (LocalOnlyRun): the scan itself, over the verdicts the run keeps
    *  per node, from candidates[pos] on (wrapping) for the first k feasible nodes. It also
    *  makes the run's kept sums of plain scores ready for those, so the ScoreRun that follows
-   *  gathers only. */
+   *  gathers only; once a ScoreRun of the run found every score plugin plain or constant,
+   *  it writes the totals itself (out->scored) and no ScoreRun is needed. */
   virtual void ScanLocal(const PreFilterResult& pre, const std::vector<NodeIndex>& candidates, int32_t pos, int32_t k,
                          Scan* out) = 0;
   /** Score(feasible) for the current pod of the run into `*out` (its buffers reused across
