@@ -20,7 +20,7 @@ namespace kplace::cycle {
 enum class TieBreak { kHeap, kRandom };
 
 /** Options::batch by default: the most consecutive pods that share one batched run. */
-constexpr int32_t kDefaultBatch = 1024;
+constexpr int32_t kDefaultBatch = 10000;
 
 struct Options {
   bool reference = false;  // the scalar reference instead of the engine
