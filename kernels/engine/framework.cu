@@ -105,7 +105,7 @@ class BackendFramework final : public engine::Framework {
     local_only_ = false;
     run_pre_valid_ = false;
     local_totals_ = false;
-    ready_.clear();
+    ForgetReady();
     std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
     if (!OthersSkip(pod, candidates, &constant, nullptr)) return false;
     local_constant_ = std::move(constant);
@@ -296,7 +296,10 @@ class BackendFramework final : public engine::Framework {
     forget(run_local_valid_);
     for (ScoreCache& c : run_scores_) forget(c.valid);
     forget(static_valid_);
-    if (static_cast<size_t>(node) < ready_.size()) ready_[node] = -1;
+    if (static_cast<size_t>(node) < ready_.size()) {
+      ready_[node] = -1;
+      bound_since_.push_back(node);
+    }
   }
 
   void BeginRun(const Pod& first) override {
@@ -311,7 +314,7 @@ class BackendFramework final : public engine::Framework {
     run_pre_valid_ = false;
     window_sums_held_ = false;
     local_totals_ = false;
-    ready_.clear();
+    ForgetReady();
     for (ScoreCache& c : run_scores_) c.valid.clear();
     static_valid_.clear();
   }
@@ -375,6 +378,7 @@ class BackendFramework final : public engine::Framework {
       ready_.assign(snapshot_->num_nodes(), -1);
     }
     int64_t* ready = ready_.data();
+    if (totals && bound_since_.size() >= kReadyAgainBatch) ReadyAgain(pre);
     int64_t max_total = std::numeric_limits<int64_t>::min();
     int32_t found = 0;
     bool stop = false;
@@ -475,7 +479,7 @@ class BackendFramework final : public engine::Framework {
     if (local_only_ && plain != 0) {
       bool all = true;
       for (size_t k = 0; k < score_.size(); ++k) all = all && (out.skipped[k] || ((plain | constant) >> k & 1));
-      if (all != local_totals_ || offset != local_offset_) ready_.clear();
+      if (all != local_totals_ || offset != local_offset_) ForgetReady();
       local_totals_ = all;
       local_offset_ = offset;
     }
@@ -527,7 +531,7 @@ class BackendFramework final : public engine::Framework {
       run_local_skip_ = local_skip;
       run_filter_valid_ = true;
       run_local_valid_.assign(n, 0);
-      ready_.clear();
+      ForgetReady();
       run_local_.failed_plugin.resize(n);
       run_local_.code.resize(n);
     }
@@ -705,7 +709,7 @@ class BackendFramework final : public engine::Framework {
       static_plugins_ = plain;
       Scratch(&static_sum_, n);
       static_sum_host_.assign(n, 0);
-      ready_.clear();
+      ForgetReady();
       window_sums_held_ = false;
     }
     if (!window_sums_held_) {  // else ScanLocal saw to it
@@ -718,6 +722,32 @@ class BackendFramework final : public engine::Framework {
     WithPolicy(
         count, [&](auto p) { thrust::transform(p, window, window + count, total, GatherPlusFn{sums, offset}); },
         kOmpLightSerialBelow);
+  }
+
+  void ForgetReady() {
+    ready_.clear();
+    bound_since_.clear();
+  }
+
+  /** Makes the nodes bound since the last call ready again (verdict, sum and total), all in
+   *  one pass of each plugin: a bind makes one node a pod stale, and the scan reaches it
+   *  only pods later (the window has moved on), so evaluating them together costs each
+   *  kernel's per-call overhead once for several nodes. */
+  void ReadyAgain(const PreFilterResult& pre) {
+    HoldLocal(pre, bound_since_.data(), static_cast<int32_t>(bound_since_.size()));
+    std::vector<NodeIndex>& unsummed = ready_again_;
+    unsummed.clear();
+    for (NodeIndex i : bound_since_) {
+      if (run_local_.failed_plugin[i] == 0 && !static_valid_[i]) {
+        static_valid_[i] = 1;
+        unsummed.push_back(i);
+      }
+    }
+    ScoreStatic(unsummed);
+    for (NodeIndex i : bound_since_) {
+      if (run_local_.failed_plugin[i] == 0) ready_[i] = static_sum_host_[i] + local_offset_;
+    }
+    bound_since_.clear();
   }
 
   /** Scores the listed nodes with the plain plugins of static_plugins_ into static_sum_. */
@@ -807,6 +837,8 @@ class BackendFramework final : public engine::Framework {
   // In that case, per node: its total when it is feasible and its verdict and sum are
   // held, else -1 (totals are never negative). Empty until the run's first such scan.
   std::vector<int64_t> ready_;
+  std::vector<NodeIndex> bound_since_, ready_again_;  // bound since ready_ last saw to them
+  static constexpr size_t kReadyAgainBatch = 8;
   std::vector<NodeIndex> scan_nodes_;  // ScanLocal's buffers
   std::vector<int64_t> scan_totals_;
   // ScanLocal evaluates a node not held yet together with this many after it.
