@@ -386,19 +386,20 @@ class BackendFramework final : public engine::Framework {
     for (int32_t part = 0, v = 0; part < 2 && !stop; ++part) {
       const int32_t to = part == 0 ? m : pos;
       for (int32_t p = part == 0 ? pos : 0; p < to; ++p, ++v) {
-        const NodeIndex i = list[p];
-        if (totals && ready[i] >= 0) {  // feasible, total known: the common case
-          if (found == k) {
-            out->processed = v;
-            stop = true;
-            break;
+        if (totals) {
+          // The common case in a tight loop: feasible nodes whose total is known, up to k.
+          // The node it stops at (total not known, or the k found) takes the general path.
+          int32_t q = p;
+          for (int64_t t; q < to && found < k && (t = ready[list[q]]) >= 0; ++q, ++found) {
+            feasible[found] = list[q];
+            total[found] = t;
+            max_total = std::max(max_total, t);
           }
-          feasible[found] = i;
-          total[found] = ready[i];
-          max_total = std::max(max_total, ready[i]);
-          ++found;
-          continue;
+          v += q - p;
+          p = q;
+          if (p == to) break;
         }
+        const NodeIndex i = list[p];
         if (!held[i]) {  // this node and the next ones in scan order, at once
           const int32_t c = std::min<int32_t>(kHoldAhead, m - v);
           ahead_.resize(c);
