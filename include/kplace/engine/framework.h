@@ -127,12 +127,14 @@ class Framework {
    *  for the run's first pod (computed once), the others run on `pod`. */
   virtual const PreFilterResult& PreFilterRun(const Pod& pod) = 0;
   /** After BeginRun and the run's first pod: true when every plugin that is not node-local
-   *  skips `pod` (of the run's signature) at each of its PreFilter and PreScore points and
-   *  says the skip holds across the run's binds (Plugin::SkipHoldsForRun). From then until
-   *  the next BeginRun no such plugin runs for the run's pods (its OnBind still does), so
-   *  they need node-local state only, and PreFilterRun's result is computed once.
-   *  `candidates` stands in for the feasible nodes PreScore is given. False when a plugin
-   *  that is not node-local has Filter or Score without the PreFilter or PreScore to skip. */
+   *  skips `pod` (of the run's signature) at each of its PreFilter and PreScore points (or
+   *  scores a constant there) and says that holds across the run's binds
+   *  (Plugin::SkipHoldsForRun). From then until the next BeginRun or LocalOnlyRun no such
+   *  plugin runs for the run's pods (its OnBind still does), so they need node-local state
+   *  only, and PreFilterRun's result is computed once. Only the run's own binds keep the
+   *  premise: after any other bind the cycle must ask again. `candidates` stands in for the
+   *  feasible nodes PreScore is given. False when a plugin that is not node-local has
+   *  Filter or Score without the PreFilter or PreScore to skip. */
   virtual bool LocalOnlyRun(const Pod& pod, const std::vector<NodeIndex>& candidates) = 0;
   /** What Filter(pre) gives for the current pod of the run, on the listed nodes only:
    *  out->failed_plugin[j] and out->code[j] are node nodes[j]'s. The cycle asks for the
