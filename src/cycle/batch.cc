@@ -306,23 +306,25 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
     return out;
   }
   size_t chosen = 0;
-  if (feasible.size() > 1 && scan.scored) {
-    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(scan.total, scan.max_total)
-                                          : SelectHostRandom(scan.total, *rng);
-    out.score = scan.total[chosen];
-  } else if (feasible.size() > 1) {
-    if (has_score) {
+  if (feasible.size() > 1) {
+    // Totals from the scan when it scored the window, else from ScoreRun.
+    if (!scan.scored && has_score) {
       fw_->ScoreRun(feasible, &scores_);
       if (scores_.status.code == Code::kError) {
         out.code = Code::kError;
         out.message = scores_.status.Message();
         return out;
       }
-    } else {
+    } else if (!scan.scored) {
       scores_.total.assign(feasible.size(), 1);
     }
-    chosen = tie_break == TieBreak::kHeap ? SelectHostHeap(scores_.total) : SelectHostRandom(scores_.total, *rng);
-    out.score = scores_.total[chosen];
+    const std::vector<int64_t>& totals = scan.scored ? scan.total : scores_.total;
+    if (tie_break == TieBreak::kRandom) {
+      chosen = SelectHostRandom(totals, *rng);
+    } else {
+      chosen = scan.scored ? SelectHostHeap(totals, scan.max_total) : SelectHostHeap(totals);
+    }
+    out.score = totals[chosen];
   }
   out.host = feasible[chosen];
   return out;
