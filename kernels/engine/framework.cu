@@ -102,10 +102,7 @@ class BackendFramework final : public engine::Framework {
   }
 
   bool LocalOnlyRun(const Pod& pod, const std::vector<NodeIndex>& candidates) override {
-    local_only_ = false;
-    run_pre_valid_ = false;
-    local_totals_ = false;
-    ForgetReady();
+    LeaveLocalOnly();
     std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
     if (!OthersSkip(pod, candidates, &constant, nullptr)) return false;
     local_constant_ = std::move(constant);
@@ -310,11 +307,8 @@ class BackendFramework final : public engine::Framework {
     run_pre_filter_.assign(pre_filter_.size(), PreFilterMemo{});
     run_pre_score_.assign(pre_score_.size(), std::nullopt);
     run_filter_valid_ = false;
-    local_only_ = false;
-    run_pre_valid_ = false;
+    LeaveLocalOnly();
     window_sums_held_ = false;
-    local_totals_ = false;
-    ForgetReady();
     for (ScoreCache& c : run_scores_) c.valid.clear();
     static_valid_.clear();
   }
@@ -723,6 +717,14 @@ class BackendFramework final : public engine::Framework {
     WithPolicy(
         count, [&](auto p) { thrust::transform(p, window, window + count, total, GatherPlusFn{sums, offset}); },
         kOmpLightSerialBelow);
+  }
+
+  /** Drops what a local-only run keeps beyond the node-local caches. */
+  void LeaveLocalOnly() {
+    local_only_ = false;
+    run_pre_valid_ = false;
+    local_totals_ = false;
+    ForgetReady();
   }
 
   void ForgetReady() {
