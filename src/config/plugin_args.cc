@@ -526,9 +526,9 @@ absl::Status DecodeVolumeBindingArgs(const json& args, const FieldPath& p, Volum
   return absl::OkStatus();
 }
 
-// ---- plugins whose args kplace checks but does not keep -----------------------------------
+// ---- DefaultPreemption (kept), then plugins whose args kplace checks but does not keep ----
 
-absl::Status CheckDefaultPreemptionArgs(const json& args, const FieldPath& p) {
+absl::Status DecodeDefaultPreemptionArgs(const json& args, const FieldPath& p, DefaultPreemptionArgs* out) {
   KPLACE_RETURN_IF_ERROR(
       CheckFields(args, p, {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute"}));
   int32_t percentage = 10, absolute = 100;
@@ -541,6 +541,8 @@ absl::Status CheckDefaultPreemptionArgs(const json& args, const FieldPath& p) {
   if (percentage == 0 && absolute == 0) {
     return p.Error("minCandidateNodesPercentage and minCandidateNodesAbsolute must not both be 0");
   }
+  out->min_candidate_nodes_percentage = percentage;
+  out->min_candidate_nodes_absolute = absolute;
   return absl::OkStatus();
 }
 
@@ -595,7 +597,7 @@ absl::Status DecodePluginArgs(const std::string& plugin, const nlohmann::json& a
   } else if (plugin == "VolumeBinding") {
     KPLACE_RETURN_IF_ERROR(DecodeVolumeBindingArgs(a, p, &result.volume_binding));
   } else if (plugin == "DefaultPreemption") {
-    KPLACE_RETURN_IF_ERROR(CheckDefaultPreemptionArgs(a, p));
+    KPLACE_RETURN_IF_ERROR(DecodeDefaultPreemptionArgs(a, p, &result.default_preemption));
   } else if (plugin == "DynamicResources") {
     KPLACE_RETURN_IF_ERROR(CheckDynamicResourcesArgs(a, p));
   } else if (!a.empty()) {

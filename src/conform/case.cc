@@ -122,7 +122,8 @@ absl::Status DecodePlugins(const CaseReader& r, const json& doc, Case* c) {
     return absl::OkStatus();
   }
   KPLACE_RETURN_IF_ERROR(r.Strings(*plugins, "plugins", &c->plugins));
-  if (c->plugins.empty()) return r.Error("plugins", "empty list");
+  // Preemption helper cases (eligibility, status lists) run no plugin at all.
+  if (c->plugins.empty() && !CaseReader::Find(doc, "entry")) return r.Error("plugins", "empty list");
   return absl::OkStatus();
 }
 
@@ -227,7 +228,7 @@ absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
   if (!objects->is_object()) return r.Error("objects", StrCat("expected an object, got ", objects->type_name()));
   for (auto it = objects->begin(); it != objects->end(); ++it) {
     const std::string& key = it.key();
-    bool known = key == "namespaces";
+    bool known = key == "namespaces" || key == "podDisruptionBudgets" || key == "priorityClasses";
     for (const ObjectKind& k : kWorkloadKinds) known = known || key == k.key;
     for (const ObjectKind& k : kStorageKinds) known = known || key == k.key;
     if (!known) return r.Error(StrCat("objects.", key), "unsupported object list");
@@ -247,7 +248,10 @@ absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
     auto decode = [&](const json& j, std::string_view where) { return DecodeGeneric(j, k.kind, where); };
     KPLACE_RETURN_IF_ERROR(DecodeList<GenericObject>(r, *objects, k.key, "objects", decode, &c->objects.storage));
   }
-  return absl::OkStatus();
+  KPLACE_RETURN_IF_ERROR(DecodeList<PodDisruptionBudget>(r, *objects, "podDisruptionBudgets", "objects",
+                                                         DecodePodDisruptionBudget, &c->objects.pdbs));
+  return DecodeList<PriorityClass>(r, *objects, "priorityClasses", "objects", DecodePriorityClass,
+                                   &c->objects.priority_classes);
 }
 
 absl::Status CheckNodesKnown(const CaseReader& r, const Case& c, std::string_view path,
@@ -265,6 +269,165 @@ std::vector<std::string> Keys(const Map& m) {
   std::vector<std::string> out;
   for (const auto& [k, v] : m) out.push_back(k);
   return out;
+}
+
+constexpr const char* kEntries[] = {"PostFilter",          "DryRunPreemption",           "SelectCandidate",
+                                    "SelectVictimsOnNode", "PodEligibleToPreemptOthers", "NodesForStatusCode",
+                                    "PreEnqueue"};
+
+absl::Status DecodeInt(const CaseReader& r, const json& v, std::string_view path, int64_t* out) {
+  if (!v.is_number_integer()) return r.Error(path, StrCat("expected an integer, got ", v.dump()));
+  *out = v.get<int64_t>();
+  return absl::OkStatus();
+}
+
+absl::Status DecodeBool(const CaseReader& r, const json& v, std::string_view path, bool* out) {
+  if (!v.is_boolean()) return r.Error(path, StrCat("expected a boolean, got ", v.dump()));
+  *out = v.get<bool>();
+  return absl::OkStatus();
+}
+
+absl::Status DecodeCode(const CaseReader& r, const json& v, std::string_view path, Code* out) {
+  if (!v.is_string() || !ParseCode(v.get<std::string>(), out)) {
+    return r.Error(path, StrCat("unknown status code ", v.dump()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SortedNames(const CaseReader& r, const json& v, std::string_view path, std::vector<std::string>* out) {
+  KPLACE_RETURN_IF_ERROR(r.Strings(v, path, out));
+  std::sort(out->begin(), out->end());
+  return absl::OkStatus();
+}
+
+// The inputs FORMAT.md's preemption section adds beside the cluster and the pod.
+absl::Status DecodePreemption(const CaseReader& r, const json& doc, Case* c) {
+  const json* entry = CaseReader::Find(doc, "entry");
+  if (!entry) return absl::OkStatus();
+  PreemptionInput& in = c->preemption.emplace();
+  KPLACE_RETURN_IF_ERROR(r.String(doc, "entry", "", &in.entry));
+  if (std::find(std::begin(kEntries), std::end(kEntries), in.entry) == std::end(kEntries)) {
+    return r.Error("entry", StrCat("unknown entry ", entry->dump()));
+  }
+  if (const json* fs = CaseReader::Find(doc, "filterStatuses")) {
+    if (!fs->is_object()) return r.Error("filterStatuses", StrCat("expected an object, got ", fs->type_name()));
+    if (const json* nodes = CaseReader::Find(*fs, "nodes")) {
+      if (!nodes->is_object()) return r.Error("filterStatuses.nodes", "expected a map of node to status");
+      for (auto it = nodes->begin(); it != nodes->end(); ++it) {
+        KPLACE_RETURN_IF_ERROR(r.Status(it.value(), StrCat("filterStatuses.nodes.", it.key()), &in.filter_statuses[it.key()]));
+      }
+    }
+    if (const json* absent = CaseReader::Find(*fs, "absent")) {
+      KPLACE_RETURN_IF_ERROR(r.Status(*absent, "filterStatuses.absent", &in.absent));
+    }
+  }
+  if (const json* dry = CaseReader::Find(doc, "dryRun")) {
+    if (!dry->is_object()) return r.Error("dryRun", StrCat("expected an object, got ", dry->type_name()));
+    for (const char* key : {"offset", "parallelism"}) {
+      const json* v = CaseReader::Find(*dry, key);
+      if (!v) continue;
+      int64_t n = 0;
+      KPLACE_RETURN_IF_ERROR(DecodeInt(r, *v, StrCat("dryRun.", key), &n));
+      if (n < 0 || n > INT32_MAX) return r.Error(StrCat("dryRun.", key), StrCat("out of range: ", n));
+      (std::string_view(key) == "offset" ? in.offset : in.parallelism) = static_cast<int32_t>(n);
+    }
+  }
+  KPLACE_RETURN_IF_ERROR(r.String(doc, "node", "", &in.node));
+  if (!in.node.empty()) KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, "node", {in.node}));
+  if (const json* code = CaseReader::Find(doc, "statusCode")) {
+    KPLACE_RETURN_IF_ERROR(DecodeCode(r, *code, "statusCode", &in.status_code));
+  }
+  if (const json* ext = CaseReader::Find(doc, "extenders")) {
+    if (!ext->is_array()) return r.Error("extenders", StrCat("expected a list, got ", ext->type_name()));
+    for (size_t i = 0; i < ext->size(); ++i) {
+      const json& e = (*ext)[i];
+      std::string path = StrCat("extenders[", i, "]");
+      PreemptionExtender x;
+      KPLACE_RETURN_IF_ERROR(r.String(e, "name", path, &x.name));
+      KPLACE_RETURN_IF_ERROR(r.String(e, "preemption", path, &x.preemption));
+      if (x.preemption != "keepAll" && x.preemption != "dropAll" && x.preemption != "keepNode1" &&
+          x.preemption != "error") {
+        return r.Error(StrCat(path, ".preemption"), StrCat("unknown behaviour \"", x.preemption, "\""));
+      }
+      if (const json* v = CaseReader::Find(e, "ignorable")) KPLACE_RETURN_IF_ERROR(DecodeBool(r, *v, StrCat(path, ".ignorable"), &x.ignorable));
+      if (const json* v = CaseReader::Find(e, "interested")) KPLACE_RETURN_IF_ERROR(DecodeBool(r, *v, StrCat(path, ".interested"), &x.interested));
+      in.extenders.push_back(std::move(x));
+    }
+  }
+  if (const json* nom = CaseReader::Find(doc, "nominatedNodeStatus")) {
+    KPLACE_RETURN_IF_ERROR(r.Status(*nom, "nominatedNodeStatus", &in.nominated_node_status.emplace()));
+  }
+  if (const json* check = CaseReader::Find(doc, "checkPod")) {
+    KPLACE_ASSIGN_OR_RETURN(in.check_pod, DecodeCasePod(Named(*check, "unnamed-check-pod"), StrCat(r.file(), ": checkPod")));
+  }
+  KPLACE_RETURN_IF_ERROR(r.String(doc, "victimDeletion", "", &in.victim_deletion));
+  return absl::OkStatus();
+}
+
+// expect.<key> of a preemption case; false when `key` is not one of them.
+absl::StatusOr<bool> DecodePreemptionExpect(const CaseReader& r, const std::string& key, const json& v,
+                                            const std::string& path, Case* c) {
+  Expectations& e = c->expect;
+  auto object = [&]() -> absl::Status {
+    return v.is_object() ? absl::OkStatus() : r.Error(path, StrCat("expected an object, got ", v.type_name()));
+  };
+  if (key == "postFilter") {
+    KPLACE_RETURN_IF_ERROR(object());
+    PostFilterExpectation& pf = e.post_filter.emplace();
+    if (const json* code = CaseReader::Find(v, "code")) KPLACE_RETURN_IF_ERROR(DecodeCode(r, *code, path + ".code", &pf.code.emplace()));
+    if (const json* nom = CaseReader::Find(v, "nominatedNodeName")) {
+      if (!nom->is_string()) return r.Error(path + ".nominatedNodeName", StrCat("expected a string or null, got ", nom->dump()));
+      pf.has_result = true;
+      pf.nominated_node_name = nom->get<std::string>();
+    }
+    if (const json* msg = CaseReader::Find(v, "message")) {
+      if (!msg->is_string()) return r.Error(path + ".message", StrCat("expected a string, got ", msg->dump()));
+      pf.message = msg->get<std::string>();
+    }
+    if (const json* victims = CaseReader::Find(v, "victims")) {
+      KPLACE_RETURN_IF_ERROR(SortedNames(r, *victims, path + ".victims", &pf.victims.emplace()));
+    }
+  } else if (key == "candidates") {
+    KPLACE_RETURN_IF_ERROR(object());
+    auto& all = e.candidates.emplace();
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      std::string cp = CaseReader::Join(path, it.key());
+      if (!it.value().is_object()) return r.Error(cp, "expected an object");
+      CandidateExpectation& ce = all[it.key()];
+      if (const json* victims = CaseReader::Find(it.value(), "victims")) KPLACE_RETURN_IF_ERROR(SortedNames(r, *victims, cp + ".victims", &ce.victims));
+      if (const json* n = CaseReader::Find(it.value(), "numPDBViolations")) KPLACE_RETURN_IF_ERROR(DecodeInt(r, *n, cp + ".numPDBViolations", &ce.num_pdb_violations));
+    }
+    KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, Keys(all)));
+  } else if (key == "filterCalls") {
+    KPLACE_RETURN_IF_ERROR(DecodeInt(r, v, path, &e.filter_calls.emplace()));
+  } else if (key == "victimsOnNode") {
+    KPLACE_RETURN_IF_ERROR(object());
+    VictimsOnNodeExpectation& vn = e.victims_on_node.emplace();
+    KPLACE_RETURN_IF_ERROR(r.String(v, "node", path, &vn.node));
+    if (const json* code = CaseReader::Find(v, "code")) KPLACE_RETURN_IF_ERROR(DecodeCode(r, *code, path + ".code", &vn.code));
+    if (const json* victims = CaseReader::Find(v, "victims")) KPLACE_RETURN_IF_ERROR(SortedNames(r, *victims, path + ".victims", &vn.victims.emplace()));
+    if (const json* n = CaseReader::Find(v, "numPDBViolations")) KPLACE_RETURN_IF_ERROR(DecodeInt(r, *n, path + ".numPDBViolations", &vn.num_pdb_violations.emplace()));
+  } else if (key == "selectedNode") {
+    KPLACE_RETURN_IF_ERROR(SortedNames(r, v, path, &e.selected_node.emplace()));
+    KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, *e.selected_node));
+  } else if (key == "eligible") {
+    KPLACE_RETURN_IF_ERROR(DecodeBool(r, v, path, &e.eligible.emplace()));
+  } else if (key == "potentialNodes") {
+    KPLACE_RETURN_IF_ERROR(SortedNames(r, v, path, &e.potential_nodes.emplace()));
+  } else if (key == "preEnqueue") {
+    KPLACE_RETURN_IF_ERROR(object());
+    PreEnqueueExpectation& pe = e.pre_enqueue.emplace();
+    const json* code = CaseReader::Find(v, "code");
+    if (!code) return r.Error(path + ".code", "missing");
+    KPLACE_RETURN_IF_ERROR(DecodeCode(r, *code, path + ".code", &pe.code));
+    if (const json* msg = CaseReader::Find(v, "message")) {
+      if (!msg->is_string()) return r.Error(path + ".message", StrCat("expected a string, got ", msg->dump()));
+      pe.message = msg->get<std::string>();
+    }
+  } else {
+    return false;
+  }
+  return true;
 }
 
 absl::Status DecodeExpect(const CaseReader& r, const json& doc, Case* c) {
@@ -329,7 +492,8 @@ absl::Status DecodeExpect(const CaseReader& r, const json& doc, Case* c) {
       e.selected = v.get<std::string>();
       KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, path, {*e.selected}));
     } else {
-      return r.Error(path, "unknown expectation");
+      KPLACE_ASSIGN_OR_RETURN(bool known, DecodePreemptionExpect(r, key, v, path, c));
+      if (!known || !c->preemption) return r.Error(path, "unknown expectation");
     }
   }
   if (!e.score.empty() && !has_stage) return r.Error("expect.scoreStage", "missing (expect.score is given)");
@@ -362,6 +526,7 @@ absl::StatusOr<Case> DecodeCase(const json& doc, std::string_view file) {
   KPLACE_RETURN_IF_ERROR(DecodeProfile(r, doc, &c));
   KPLACE_RETURN_IF_ERROR(DecodeGates(r, doc, &c));
   KPLACE_RETURN_IF_ERROR(DecodeCluster(r, doc, &c));
+  KPLACE_RETURN_IF_ERROR(DecodePreemption(r, doc, &c));
   KPLACE_RETURN_IF_ERROR(DecodeExpect(r, doc, &c));
   return c;
 }

@@ -556,7 +556,13 @@ CaseResult RunCase(const Case& c, const RunOptions& options) {
   CaseResult result;
   absl::StatusOr<Observed> got = absl::UnknownError("not run");
   try {
-    got = options.reference ? ObserveReference(c) : ObserveEngine(c, options.backend);
+    if (c.preemption) {
+      absl::StatusOr<CaseResult> r = RunPreemptionCase(c);
+      if (r.ok()) return *r;
+      got = r.status();
+    } else {
+      got = options.reference ? ObserveReference(c) : ObserveEngine(c, options.backend);
+    }
   } catch (const std::exception& e) {
     // Thrust and plugin code may throw; a case that does fails, the run goes on.
     got = absl::InternalError(StrCat("internal error: ", e.what()));

@@ -150,13 +150,28 @@ std::string KindAndKey(std::string_view kind, const json& j) {
     if (m.contains("namespace") && m["namespace"].is_string()) ns = m["namespace"].get<std::string>();
   }
   bool namespaced = kind == "Pod" || kind == "Service" || kind == "ReplicaSet" || kind == "StatefulSet" ||
-                    kind == "ReplicationController" || kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity";
+                    kind == "ReplicationController" || kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity" ||
+                    kind == "PodDisruptionBudget";
   if (ns.empty() && namespaced) ns = "default";  // as the API server would default it
   return StrCat(kind, " ", ns.empty() ? "" : StrCat(ns, "/"), name);
 }
 
 std::string Prefix(std::string_view where, std::string_view kind, const json& j) {
   return where.empty() ? KindAndKey(kind, j) : StrCat(where, ": ", KindAndKey(kind, j));
+}
+
+// An RFC 3339 time at j[key]: its text, and nanoseconds since the epoch when set.
+absl::Status Timestamp(const Reader& r, const json& j, const char* key, std::string_view path, std::string* text,
+                       std::optional<int64_t>* ns) {
+  KPLACE_RETURN_IF_ERROR(r.String(j, key, path, text));
+  if (text->empty()) return absl::OkStatus();
+  absl::Time t;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, *text, &t, &err)) {
+    return r.Error(Reader::Join(path, key), StrCat("invalid time \"", *text, "\""));
+  }
+  *ns = absl::ToUnixNanos(t);
+  return absl::OkStatus();
 }
 
 absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool namespaced) {
@@ -167,16 +182,9 @@ absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool n
     KPLACE_RETURN_IF_ERROR(r.String(m, "uid", p, &meta->uid));
     KPLACE_RETURN_IF_ERROR(r.StringMap(m, "labels", p, &meta->labels));
     KPLACE_RETURN_IF_ERROR(r.StringMap(m, "annotations", p, &meta->annotations));
-    KPLACE_RETURN_IF_ERROR(r.String(m, "creationTimestamp", p, &meta->creation_timestamp));
-    if (!meta->creation_timestamp.empty()) {
-      absl::Time t;
-      std::string err;
-      if (!absl::ParseTime(absl::RFC3339_full, meta->creation_timestamp, &t, &err)) {
-        return r.Error(Reader::Join(p, "creationTimestamp"),
-                       StrCat("invalid time \"", meta->creation_timestamp, "\""));
-      }
-      meta->creation_unix = absl::ToUnixSeconds(t);
-    }
+    std::optional<int64_t> created_ns;
+    KPLACE_RETURN_IF_ERROR(Timestamp(r, m, "creationTimestamp", p, &meta->creation_timestamp, &created_ns));
+    if (created_ns) meta->creation_unix = absl::ToUnixSeconds(absl::FromUnixNanos(*created_ns));
     KPLACE_RETURN_IF_ERROR(r.String(m, "deletionTimestamp", p, &meta->deletion_timestamp));
     return r.Array(m, "ownerReferences", p, [&](const json& o, const std::string& op) -> absl::Status {
       OwnerReference ref;
@@ -345,6 +353,31 @@ void DecodeVolumeSource(const std::string& source, const json& s, Volume* v) {
   }
 }
 
+// spec.preemptionPolicy of a Pod or a PriorityClass's preemptionPolicy: the API server
+// admits only these two values.
+absl::Status PreemptionPolicy(const Reader& r, const json& j, std::string_view path, std::string* out) {
+  KPLACE_RETURN_IF_ERROR(r.String(j, "preemptionPolicy", path, out));
+  if (out->empty() || *out == "PreemptLowerPriority" || *out == "Never") return absl::OkStatus();
+  return r.Error(Reader::Join(path, "preemptionPolicy"),
+                 StrCat("Unsupported value: \"", *out, "\": supported values: \"Never\", \"PreemptLowerPriority\""));
+}
+
+absl::Status DecodePodStatus(const Reader& r, const json& st, const std::string& p, Pod* pod) {
+  KPLACE_RETURN_IF_ERROR(r.String(st, "phase", p, &pod->phase));
+  KPLACE_RETURN_IF_ERROR(r.String(st, "nominatedNodeName", p, &pod->nominated_node_name));
+  std::string start;
+  KPLACE_RETURN_IF_ERROR(Timestamp(r, st, "startTime", p, &start, &pod->start_time_ns));
+  return r.Array(st, "conditions", p, [&](const json& c, const std::string& cp) -> absl::Status {
+    PodCondition cond;
+    KPLACE_RETURN_IF_ERROR(r.String(c, "type", cp, &cond.type));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "status", cp, &cond.status));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "reason", cp, &cond.reason));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "message", cp, &cond.message));
+    pod->conditions.push_back(std::move(cond));
+    return absl::OkStatus();
+  });
+}
+
 absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string& p, Pod* pod) {
   KPLACE_RETURN_IF_ERROR(r.String(spec, "nodeName", p, &pod->node_name));
   KPLACE_RETURN_IF_ERROR(r.String(spec, "schedulerName", p, &pod->scheduler_name));
@@ -355,6 +388,7 @@ absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string&
     pod->priority = prio;
   }
   KPLACE_RETURN_IF_ERROR(r.String(spec, "priorityClassName", p, &pod->priority_class_name));
+  KPLACE_RETURN_IF_ERROR(PreemptionPolicy(r, spec, p, &pod->preemption_policy));
   KPLACE_RETURN_IF_ERROR(r.Array(spec, "containers", p, [&](const json& c, const std::string& cp) {
     pod->containers.emplace_back();
     return DecodeContainer(r, c, cp, &pod->containers.back());
@@ -445,7 +479,7 @@ bool IsWorkloadKind(std::string_view kind) {
 bool IsIgnoredKind(std::string_view kind) {
   return kind == "Event" || kind == "ConfigMap" || kind == "Secret" || kind == "Deployment" ||
          kind == "DaemonSet" || kind == "Job" || kind == "CronJob" || kind == "ServiceAccount" ||
-         kind == "Endpoints" || kind == "EndpointSlice" || kind == "Lease" || kind == "PriorityClass";
+         kind == "Endpoints" || kind == "EndpointSlice" || kind == "Lease";
 }
 
 }  // namespace
@@ -491,9 +525,80 @@ absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where) {
     return DecodePodSpec(r, spec, p, &pod);
   }));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](const json& st, const std::string& p) {
-    return r.String(st, "phase", p, &pod.phase);
+    return DecodePodStatus(r, st, p, &pod);
   }));
   return pod;
+}
+
+absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const json& j, std::string_view where) {
+  Reader r(Prefix(where, "PodDisruptionBudget", j));
+  PodDisruptionBudget pdb;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pdb.meta, /*namespaced=*/true));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) {
+    return OptionalSelector(r, spec, "selector", p, &pdb.selector);
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](const json& st, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.Integer(st, "disruptionsAllowed", p, &pdb.disruptions_allowed));
+    if (pdb.disruptions_allowed < 0) {
+      return r.Error(Reader::Join(p, "disruptionsAllowed"), "must be greater than or equal to 0");
+    }
+    return r.Object(st, "disruptedPods", p, [&](const json& d, const std::string&) -> absl::Status {
+      for (auto it = d.begin(); it != d.end(); ++it) pdb.disrupted_pods.push_back(it.key());
+      std::sort(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end());
+      return absl::OkStatus();
+    });
+  }));
+  return pdb;
+}
+
+absl::StatusOr<PriorityClass> DecodePriorityClass(const json& j, std::string_view where) {
+  Reader r(Prefix(where, "PriorityClass", j));
+  PriorityClass pc;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pc.meta, /*namespaced=*/false));
+  if (!Reader::Has(j, "value")) return r.Error("value", "Required value");
+  KPLACE_RETURN_IF_ERROR(r.Integer(j, "value", "", &pc.value));
+  KPLACE_RETURN_IF_ERROR(r.Bool(j, "globalDefault", "", &pc.global_default));
+  KPLACE_RETURN_IF_ERROR(PreemptionPolicy(r, j, "", &pc.preemption_policy));
+  return pc;
+}
+
+absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods, std::string_view where) {
+  const PriorityClass* global_default = nullptr;
+  std::map<std::string, const PriorityClass*> classes;
+  for (const PriorityClass& pc : cluster.priority_classes) {
+    classes[pc.meta.name] = &pc;
+    // Upstream admission takes the default with the lowest value when several claim it.
+    if (pc.global_default && (!global_default || pc.value < global_default->value)) global_default = &pc;
+  }
+  for (Pod& pod : *pods) {
+    const PriorityClass* pc = nullptr;
+    if (!pod.priority_class_name.empty()) {
+      auto it = classes.find(pod.priority_class_name);
+      if (it != classes.end()) {
+        pc = it->second;
+      } else if (pod.priority_class_name == "system-node-critical" ||
+                 pod.priority_class_name == "system-cluster-critical") {
+        // Built into the API server; not listed by every dump.
+      } else if (!pod.priority) {
+        return absl::InvalidArgumentError(StrCat(where, ": Pod ", ObjectKey(pod.meta),
+                                                 ": spec.priorityClassName: no PriorityClass with name ",
+                                                 pod.priority_class_name, " was found"));
+      }
+    } else {
+      pc = global_default;
+    }
+    if (!pod.priority) {
+      if (pc) {
+        pod.priority = pc->value;
+      } else if (pod.priority_class_name == "system-node-critical") {
+        pod.priority = 2000001000;
+      } else if (pod.priority_class_name == "system-cluster-critical") {
+        pod.priority = 2000000000;
+      }
+    }
+    if (pod.preemption_policy.empty() && pc) pod.preemption_policy = pc->preemption_policy;
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LabelSelector> DecodeLabelSelector(const json& j, std::string_view where) {
@@ -575,6 +680,12 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
   } else if (IsStorageKind(kind)) {
     KPLACE_ASSIGN_OR_RETURN(GenericObject o, DecodeGeneric(doc, kind, file));
     out->storage.push_back(std::move(o));
+  } else if (kind == "PodDisruptionBudget") {
+    KPLACE_ASSIGN_OR_RETURN(PodDisruptionBudget pdb, DecodePodDisruptionBudget(doc, file));
+    out->pdbs.push_back(std::move(pdb));
+  } else if (kind == "PriorityClass") {
+    KPLACE_ASSIGN_OR_RETURN(PriorityClass pc, DecodePriorityClass(doc, file));
+    out->priority_classes.push_back(std::move(pc));
   } else if (kind == "KubeSchedulerConfiguration") {
     GenericObject o;
     o.kind = kind;

@@ -211,6 +211,61 @@ TEST(ConformCaseTest, RejectsBadFieldsByName) {
   }
 }
 
+TEST(ConformCaseTest, DecodesPreemptionCases) {
+  json doc = GoodCase();
+  doc["entry"] = "PostFilter";
+  doc["plugins"] = json::array();
+  doc["filterStatuses"] = json::parse(R"({"nodes": {"node1": {"code": "Unschedulable", "reasons": ["Insufficient cpu"]}},
+                                          "absent": {"code": "Unschedulable"}})");
+  doc["dryRun"] = json::parse(R"({"offset": 4, "parallelism": null})");
+  doc["extenders"] = json::parse(R"([{"name": "E", "preemption": "keepNode1", "ignorable": true, "interested": false}])");
+  doc["objects"]["podDisruptionBudgets"] = json::parse(
+      R"([{"metadata": {"name": "b", "namespace": "ns1"}, "spec": {"selector": {"matchLabels": {"a": "b"}}},
+           "status": {"disruptionsAllowed": 1}}])");
+  doc["expect"] = json::parse(R"({
+    "postFilter": {"code": "Success", "nominatedNodeName": "node1", "message": "preemption: x", "victims": ["ns1/p2", "ns1/p1"]},
+    "candidates": {"node1": {"victims": ["ns1/p1"], "numPDBViolations": 1}},
+    "filterCalls": 3, "selectedNode": ["node2", "node1"], "eligible": false, "potentialNodes": ["node1"],
+    "preEnqueue": {"code": "UnschedulableAndUnresolvable", "message": "waiting"}
+  })");
+  absl::StatusOr<Case> c = DecodeCase(doc, "pre.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->preemption.has_value());
+  const PreemptionInput& in = *c->preemption;
+  EXPECT_EQ(in.entry, "PostFilter");
+  EXPECT_EQ(in.filter_statuses.at("node1").reasons, std::vector<std::string>{"Insufficient cpu"});
+  EXPECT_EQ(in.absent.code, Code::kUnschedulable);
+  EXPECT_EQ(in.offset, 4);
+  EXPECT_FALSE(in.parallelism.has_value());
+  ASSERT_EQ(in.extenders.size(), 1u);
+  EXPECT_TRUE(in.extenders[0].ignorable);
+  EXPECT_FALSE(in.extenders[0].interested);
+  ASSERT_EQ(c->objects.pdbs.size(), 1u);
+  EXPECT_EQ(c->objects.pdbs[0].disruptions_allowed, 1);
+  const Expectations& e = c->expect;
+  ASSERT_TRUE(e.post_filter.has_value());
+  EXPECT_EQ(e.post_filter->code, Code::kSuccess);
+  EXPECT_TRUE(e.post_filter->has_result);
+  EXPECT_EQ(e.post_filter->victims, (std::vector<std::string>{"ns1/p1", "ns1/p2"}));
+  EXPECT_EQ(e.candidates->at("node1").num_pdb_violations, 1);
+  EXPECT_EQ(e.filter_calls, 3);
+  EXPECT_EQ(e.selected_node, (std::vector<std::string>{"node1", "node2"}));
+  EXPECT_EQ(e.eligible, false);
+  EXPECT_EQ(e.pre_enqueue->message, "waiting");
+
+  json bad = doc;
+  bad["entry"] = "Preempt";
+  EXPECT_NE(std::string(DecodeCase(bad, "pre.json").status().message()).find("entry: unknown entry"), std::string::npos);
+  bad = doc;
+  bad["expect"]["candidates"] = json::parse(R"({"node9": {}})");
+  EXPECT_NE(std::string(DecodeCase(bad, "pre.json").status().message()).find("node \"node9\" is not in nodes"),
+            std::string::npos);
+  bad = GoodCase();  // preemption expectations need an entry
+  bad["expect"]["eligible"] = true;
+  EXPECT_NE(std::string(DecodeCase(bad, "pre.json").status().message()).find("expect.eligible: unknown expectation"),
+            std::string::npos);
+}
+
 // Every shipped case must at least decode; a failure here is a decoder gap (or a
 // plugin-args decoder rejecting what upstream accepts), not a plugin bug.
 TEST(ConformCaseTest, EverySharedCaseLoads) {

@@ -16,6 +16,7 @@ set(KPLACE_CONFORMANCE_FOLDERS
   volumezone
   nodevolumelimits
   volumebinding
+  preemption
 )
 
 set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)

@@ -1,5 +1,7 @@
 #include "kplace/model/decode.h"
 
+#include "kplace/common/strings.h"
+
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -201,6 +203,114 @@ TEST(DecodeTest, IngestsEveryRealWorldDump) {
     ++files;
   }
   EXPECT_GE(files, 20);
+}
+
+TEST(DecodeTest, PreemptionFieldsPdbsAndPriorityClasses) {
+  const char* yaml = R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: victim, namespace: jobs, uid: u-1, deletionTimestamp: "2024-01-02T03:04:05Z"}
+spec: {nodeName: n1, priority: -5, preemptionPolicy: Never}
+status:
+  nominatedNodeName: n2
+  startTime: "2024-01-02T03:04:05.5Z"
+  conditions: [{type: DisruptionTarget, status: "True", reason: PreemptionByScheduler}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: pdb, namespace: jobs}
+spec: {selector: {matchLabels: {app: a}}}
+status: {disruptionsAllowed: 2, disruptedPods: {z: "2024-01-02T03:04:05Z", b: "2024-01-02T03:04:05Z"}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+globalDefault: true
+preemptionPolicy: Never
+)";
+  ObjectSet set;
+  ASSERT_TRUE(DecodeText(yaml, &set).ok());
+  ASSERT_EQ(set.pods.size(), 1u);
+  const Pod& p = set.pods[0];
+  EXPECT_EQ(p.priority, -5);
+  EXPECT_EQ(p.preemption_policy, "Never");
+  EXPECT_EQ(p.nominated_node_name, "n2");
+  ASSERT_TRUE(p.start_time_ns.has_value());
+  EXPECT_EQ(*p.start_time_ns, int64_t{1704164645} * 1000000000 + 500000000);
+  ASSERT_EQ(p.conditions.size(), 1u);
+  EXPECT_EQ(p.conditions[0].reason, "PreemptionByScheduler");
+  ASSERT_EQ(set.pdbs.size(), 1u);
+  EXPECT_EQ(set.pdbs[0].meta.namespace_, "jobs");
+  EXPECT_EQ(set.pdbs[0].disruptions_allowed, 2);
+  EXPECT_EQ(set.pdbs[0].disrupted_pods, (std::vector<std::string>{"b", "z"}));
+  ASSERT_TRUE(set.pdbs[0].selector.has_value());
+  EXPECT_EQ(set.pdbs[0].selector->match_labels.at("app"), "a");
+  ASSERT_EQ(set.priority_classes.size(), 1u);
+  EXPECT_EQ(set.priority_classes[0].value, 1000);
+  EXPECT_TRUE(set.priority_classes[0].global_default);
+}
+
+TEST(DecodeTest, BadPreemptionFieldsNameTheField) {
+  struct Bad {
+    const char* yaml;
+    const char* want;
+  };
+  const Bad cases[] = {
+      {"{kind: Pod, metadata: {name: p}, spec: {preemptionPolicy: Sometimes}}",
+       "pods.yaml: Pod default/p: spec.preemptionPolicy: Unsupported value: \"Sometimes\""},
+      {"{kind: Pod, metadata: {name: p}, status: {startTime: yesterday}}",
+       "pods.yaml: Pod default/p: status.startTime: invalid time \"yesterday\""},
+      {"{kind: PodDisruptionBudget, metadata: {name: b}, status: {disruptionsAllowed: -1}}",
+       "pods.yaml: PodDisruptionBudget default/b: status.disruptionsAllowed: must be greater than or equal to 0"},
+      {"{kind: PriorityClass, metadata: {name: c}}", "pods.yaml: PriorityClass c: value: Required value"},
+      {"{kind: PriorityClass, metadata: {name: c}, value: 99999999999}",
+       "pods.yaml: PriorityClass c: value: integer out of range"},
+  };
+  for (const Bad& b : cases) {
+    ObjectSet set;
+    absl::Status s = DecodeText(b.yaml, &set);
+    ASSERT_FALSE(s.ok()) << b.yaml;
+    EXPECT_EQ(std::string(s.message()).rfind(b.want, 0), 0u) << s.message();
+  }
+}
+
+TEST(DecodeTest, ResolvePrioritiesAsAdmissionDoes) {
+  ObjectSet cluster;
+  PriorityClass high, low;
+  high.meta.name = "high";
+  high.value = 1000;
+  high.preemption_policy = "Never";
+  low.meta.name = "low";
+  low.value = -10;
+  low.global_default = true;
+  cluster.priority_classes = {high, low};
+  std::vector<Pod> pods(5);
+  for (size_t i = 0; i < pods.size(); ++i) pods[i].meta = {StrCat("p", i), "default"};
+  pods[0].priority_class_name = "high";
+  pods[1].priority = 7;  // spec.priority wins
+  pods[1].priority_class_name = "high";
+  pods[3].priority_class_name = "system-node-critical";
+  pods[4].priority_class_name = "system-cluster-critical";
+  ASSERT_TRUE(ResolvePriorities(cluster, &pods, "pods.json").ok());
+  EXPECT_EQ(pods[0].priority, 1000);
+  EXPECT_EQ(pods[0].preemption_policy, "Never");
+  EXPECT_EQ(pods[1].priority, 7);
+  EXPECT_EQ(pods[2].priority, -10);  // the global default
+  EXPECT_EQ(pods[2].preemption_policy, "");
+  EXPECT_EQ(pods[3].priority, 2000001000);
+  EXPECT_EQ(pods[4].priority, 2000000000);
+
+  std::vector<Pod> unknown(1);
+  unknown[0].meta = {"q", "ns"};
+  unknown[0].priority_class_name = "missing";
+  absl::Status s = ResolvePriorities(cluster, &unknown, "pods.json");
+  EXPECT_EQ(s.message(), "pods.json: Pod ns/q: spec.priorityClassName: no PriorityClass with name missing was found");
+
+  cluster.priority_classes.clear();
+  std::vector<Pod> plain(1);
+  ASSERT_TRUE(ResolvePriorities(cluster, &plain, "pods.json").ok());
+  EXPECT_FALSE(plain[0].priority.has_value());  // no class at all: priority 0
 }
 
 }  // namespace

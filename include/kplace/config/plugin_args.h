@@ -51,6 +51,11 @@ struct VolumeBindingArgs {
   std::vector<UtilizationShapePoint> shape{{0, 10}, {100, 0}};
 };
 
+struct DefaultPreemptionArgs {
+  int32_t min_candidate_nodes_percentage = 10;  // [0, 100]
+  int32_t min_candidate_nodes_absolute = 100;   // >= 0; not both 0
+};
+
 /** Every plugin's arguments for one profile; each plugin reads its own member. */
 struct PluginArgs {
   NodeResourcesFitArgs node_resources_fit;
@@ -59,6 +64,7 @@ struct PluginArgs {
   InterPodAffinityArgs inter_pod_affinity;
   PodTopologySpreadArgs pod_topology_spread;
   VolumeBindingArgs volume_binding;
+  DefaultPreemptionArgs default_preemption;
 };
 
 }  // namespace kplace

@@ -34,6 +34,60 @@ struct PreFilterExpectation {
 enum class ScoreStage : uint8_t { kRaw, kNormalized, kWeighted };
 const char* ScoreStageName(ScoreStage stage);
 
+// ---- DefaultPreemption cases (FORMAT.md, "Preemption cases") ----
+
+/** A preemption-capable extender stand-in: what it does with the candidate map. */
+struct PreemptionExtender {
+  std::string name;
+  std::string preemption;  // keepAll, dropAll, keepNode1, error
+  bool ignorable = false;
+  bool interested = true;
+};
+
+/** The inputs of a preemption case besides the cluster and the pod. */
+struct PreemptionInput {
+  /** PostFilter, DryRunPreemption, SelectCandidate, SelectVictimsOnNode,
+   *  PodEligibleToPreemptOthers, NodesForStatusCode or PreEnqueue. */
+  std::string entry;
+  /** filterStatuses: explicit per-node statuses and the status of every other node. */
+  std::map<std::string, StatusExpectation> filter_statuses;
+  StatusExpectation absent{Code::kUnschedulableAndUnresolvable, {}};
+  /** dryRun: a fixed offset (nullopt: the candidate set does not depend on it). */
+  std::optional<int32_t> offset;
+  std::optional<int32_t> parallelism;
+  std::string node;                           // SelectVictimsOnNode
+  Code status_code = Code::kUnschedulable;    // NodesForStatusCode
+  std::vector<PreemptionExtender> extenders;
+  std::optional<StatusExpectation> nominated_node_status;  // nullopt: no status (Success)
+  std::optional<Pod> check_pod;                             // PreEnqueue
+  std::string victim_deletion;                              // PreEnqueue: "pending"
+};
+
+struct PostFilterExpectation {
+  std::optional<Code> code;      // absent: only "not an Error" was asserted
+  bool has_result = false;       // nominatedNodeName was a string (possibly "": clear it)
+  std::string nominated_node_name;
+  std::optional<std::string> message;
+  std::optional<std::vector<std::string>> victims;  // sorted namespace/name
+};
+
+struct CandidateExpectation {
+  std::vector<std::string> victims;  // sorted namespace/name
+  int64_t num_pdb_violations = 0;
+};
+
+struct VictimsOnNodeExpectation {
+  std::string node;
+  Code code = Code::kSuccess;
+  std::optional<std::vector<std::string>> victims;  // sorted; only when Success
+  std::optional<int64_t> num_pdb_violations;
+};
+
+struct PreEnqueueExpectation {
+  Code code = Code::kSuccess;
+  std::optional<std::string> message;
+};
+
 /** What the upstream test asserted; absent parts were not asserted. */
 struct Expectations {
   std::optional<PreFilterExpectation> pre_filter;
@@ -45,6 +99,16 @@ struct Expectations {
   std::map<std::string, std::map<std::string, int64_t>> plugin_scores;  // plugin -> node -> normalized
   std::map<std::string, int64_t> final_score;                           // node -> weighted total
   std::optional<std::string> selected;
+
+  // Preemption cases.
+  std::optional<PostFilterExpectation> post_filter;
+  std::optional<std::map<std::string, CandidateExpectation>> candidates;
+  std::optional<int64_t> filter_calls;
+  std::optional<VictimsOnNodeExpectation> victims_on_node;
+  std::optional<std::vector<std::string>> selected_node;  // any one of them passes
+  std::optional<bool> eligible;
+  std::optional<std::vector<std::string>> potential_nodes;  // sorted
+  std::optional<PreEnqueueExpectation> pre_enqueue;
 
   bool HasCycle() const { return !plugin_scores.empty() || !final_score.empty() || selected.has_value(); }
 };
@@ -63,6 +127,7 @@ struct Case {
   ObjectSet objects;
   Pod pod;
   Expectations expect;
+  std::optional<PreemptionInput> preemption;  // set for cases with an `entry`
 };
 
 /** @brief Decodes a case document. `file` names it in errors.

@@ -82,6 +82,11 @@ absl::StatusOr<Observed> ObserveReferenceCycle(const Case& c, const Profile& pro
 /** @brief The same cycle on an engine backend. Errors as ObserveEngine. */
 absl::StatusOr<Observed> ObserveEngineCycle(const Case& c, engine::Backend backend, const Profile& profile);
 
+/** @brief Runs a preemption case's entry point (FORMAT.md, "Preemption cases") and compares.
+ *  The dry run's filter chain runs on the reference for both implementations until the
+ *  engine can take pods off a node. Unavailable when a plugin is not registered. */
+absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c);
+
 /** @brief Observes and compares. Unavailable plugins give kSkipped; every other error
  *  (including exceptions from the engine) gives kFail with `why`. Never throws. */
 CaseResult RunCase(const Case& c, const RunOptions& options);

@@ -43,6 +43,18 @@ absl::StatusOr<Namespace> DecodeNamespace(const nlohmann::json& j, std::string_v
 absl::StatusOr<GenericObject> DecodeGeneric(const nlohmann::json& j, std::string_view kind,
                                             std::string_view where);
 
+/** @brief Decodes a policy/v1 PodDisruptionBudget. */
+absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a scheduling.k8s.io/v1 PriorityClass. */
+absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& j, std::string_view where);
+
+/** @brief Does what priority admission does for `pods`: a pod without spec.priority gets
+ *  its priorityClassName's value (the built-in system-node-critical and
+ *  system-cluster-critical included), else the globalDefault class's, else stays unset
+ *  (priority 0); spec.preemptionPolicy comes from the class when unset.
+ *  @return InvalidArgument naming `where` and the pod when its class does not exist. */
+absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods, std::string_view where);
+
 /** @brief "namespace/name" (or "name" for cluster-scoped objects). */
 std::string ObjectKey(const ObjectMeta& meta);
 

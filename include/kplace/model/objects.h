@@ -131,12 +131,18 @@ struct Volume {
   std::string source_json;      // the whole source object as JSON, for plugins that need more
 };
 
+/** A pod status condition (only what scheduling reads). */
+struct PodCondition {
+  std::string type, status, reason, message;
+};
+
 struct Pod {
   ObjectMeta meta;
   std::string node_name;
   std::string scheduler_name = "default-scheduler";
   std::optional<int32_t> priority;
   std::string priority_class_name;
+  std::string preemption_policy;  // spec.preemptionPolicy: "" (PreemptLowerPriority) or Never
   std::vector<Container> containers, init_containers;
   ResourceList overhead;
   std::optional<ResourceList> pod_requests, pod_limits;  // spec.resources
@@ -147,6 +153,9 @@ struct Pod {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Volume> volumes;
   std::string phase;  // status.phase
+  std::string nominated_node_name;        // status.nominatedNodeName
+  std::optional<int64_t> start_time_ns;  // status.startTime, nanoseconds since the epoch
+  std::vector<PodCondition> conditions;   // status.conditions
 };
 
 struct Taint {
@@ -183,6 +192,22 @@ struct Workload {
   std::optional<LabelSelector> selector;
 };
 
+/** A policy/v1 PodDisruptionBudget: what preemption reads of it. */
+struct PodDisruptionBudget {
+  ObjectMeta meta;
+  std::optional<LabelSelector> selector;  // spec.selector; null matches nothing
+  int32_t disruptions_allowed = 0;        // status.disruptionsAllowed
+  std::vector<std::string> disrupted_pods;  // keys of status.disruptedPods, sorted
+};
+
+/** A scheduling.k8s.io/v1 PriorityClass. */
+struct PriorityClass {
+  ObjectMeta meta;
+  int32_t value = 0;
+  bool global_default = false;
+  std::string preemption_policy;  // "" (PreemptLowerPriority) or Never
+};
+
 /** Everything decoded from a set of files, in input order. */
 struct ObjectSet {
   std::vector<Node> nodes;
@@ -191,6 +216,8 @@ struct ObjectSet {
   std::vector<Workload> workloads;
   std::vector<GenericObject> storage;  // PV, PVC, StorageClass, CSINode, CSIDriver, ...
   std::vector<GenericObject> configs;  // KubeSchedulerConfiguration documents
+  std::vector<PodDisruptionBudget> pdbs;
+  std::vector<PriorityClass> priority_classes;
 };
 
 }  // namespace kplace

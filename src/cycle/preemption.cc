@@ -1,0 +1,453 @@
+#include "kplace/cycle/preemption.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <set>
+
+#include "kplace/common/strings.h"
+#include "kplace/cycle/node_order.h"
+#include "kplace/model/decode.h"
+#include "kplace/model/validation.h"
+#include "kplace/plugins/volume_common.h"
+#include "kplace/reference/plugin.h"
+
+namespace kplace::cycle {
+namespace {
+
+constexpr int64_t kNow = std::numeric_limits<int64_t>::max();  // a missing start time: "now"
+
+// A potential victim with what MoreImportantVictim compares (§7.1).
+struct Ranked {
+  const Pod* pod;
+  int32_t listed;  // NodeInfo position: of two pods without a start time, the first built is older
+};
+
+int64_t StartTime(const Pod& pod) { return pod.start_time_ns.value_or(kNow); }
+
+bool MoreImportant(const Ranked& a, const Ranked& b) {
+  int32_t pa = PodPriority(*a.pod), pb = PodPriority(*b.pod);
+  if (pa != pb) return pa > pb;
+  int64_t sa = StartTime(*a.pod), sb = StartTime(*b.pod);
+  if (sa != sb) return sa < sb;
+  if (sa == kNow) return a.listed < b.listed;
+  return a.pod->meta.uid < b.pod->meta.uid;
+}
+
+bool SelectorValid(const LabelSelector& s) {
+  for (const LabelSelectorRequirement& r : s.match_expressions) {
+    bool with_values = r.op == "In" || r.op == "NotIn";
+    bool without = r.op == "Exists" || r.op == "DoesNotExist";
+    if (!with_values && !without) return false;
+    if (with_values == r.values.empty()) return false;
+  }
+  return true;
+}
+
+// ClassifyPDB (§8): `pods` in importance order; budgets are fresh for each call.
+void ClassifyPdb(const std::vector<Ranked>& pods, const std::vector<PodDisruptionBudget>& pdbs,
+                 std::vector<Ranked>* violating, std::vector<Ranked>* non_violating) {
+  std::vector<int64_t> allowed(pdbs.size());
+  for (size_t i = 0; i < pdbs.size(); ++i) allowed[i] = pdbs[i].disruptions_allowed;
+  for (const Ranked& r : pods) {
+    const Pod& q = *r.pod;
+    bool violates = false;
+    if (!q.meta.labels.empty()) {
+      for (size_t i = 0; i < pdbs.size() && !violates; ++i) {
+        const PodDisruptionBudget& pdb = pdbs[i];
+        if (pdb.meta.namespace_ != q.meta.namespace_ || !pdb.selector) continue;
+        const LabelSelector& sel = *pdb.selector;
+        if ((sel.match_labels.empty() && sel.match_expressions.empty()) || !SelectorValid(sel)) continue;
+        if (!plugins::volume::LabelSelectorMatches(sel, q.meta.labels)) continue;
+        if (std::binary_search(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end(), q.meta.name)) continue;
+        if (--allowed[i] < 0) violates = true;
+      }
+    }
+    (violates ? violating : non_violating)->push_back(r);
+  }
+}
+
+// GetEarliestPodStartTime: the earliest start among the victims of the highest priority.
+int64_t EarliestStartOfHighest(const std::vector<const Pod*>& victims) {
+  int32_t top = PodPriority(*victims[0]);
+  int64_t earliest = StartTime(*victims[0]);
+  for (const Pod* p : victims) {
+    int32_t prio = PodPriority(*p);
+    if (prio == top) {
+      earliest = std::min(earliest, StartTime(*p));
+    } else if (prio > top) {
+      top = prio;
+      earliest = StartTime(*p);
+    }
+  }
+  return earliest;
+}
+
+}  // namespace
+
+bool TerminatingByPreemption(const Pod& pod) {
+  if (pod.meta.deletion_timestamp.empty()) return false;
+  for (const PodCondition& c : pod.conditions) {
+    if (c.type == "DisruptionTarget") return c.status == "True" && c.reason == "PreemptionByScheduler";
+  }
+  return false;
+}
+
+bool PodEligibleToPreemptOthers(const Pod& pod, const PluginStatus* nominated_status, const DryRunHost& host,
+                                std::string* reason) {
+  if (pod.preemption_policy == "Never") {
+    *reason = "not eligible due to preemptionPolicy=Never.";
+    return false;
+  }
+  if (pod.nominated_node_name.empty()) return true;
+  // The nomination no longer helps: the pod may preempt elsewhere at once.
+  if (nominated_status && nominated_status->code == Code::kUnschedulableAndUnresolvable) return true;
+  int32_t node = host.IndexOf(pod.nominated_node_name);
+  if (node < 0) return true;
+  for (const Pod* p : host.PodsOn(node)) {
+    if (PodPriority(*p) < PodPriority(pod) && TerminatingByPreemption(*p)) {
+      *reason = "not eligible due to a terminating pod on the nominated node.";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host) {
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < host.NumNodes(); ++i) {
+    if (statuses.Get(host.NodeAt(i).meta.name).code == code) out.push_back(i);
+  }
+  return out;
+}
+
+int32_t NumCandidates(int32_t potential, const DefaultPreemptionArgs& args) {
+  int64_t n = static_cast<int64_t>(potential) * args.min_candidate_nodes_percentage / 100;
+  n = std::max<int64_t>(n, args.min_candidate_nodes_absolute);
+  return static_cast<int32_t>(std::min<int64_t>(n, potential));
+}
+
+PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
+                                 const std::vector<PodDisruptionBudget>& pdbs, Candidate* out) {
+  const std::vector<const Pod*>& pods = host.PodsOn(node);
+  std::vector<Ranked> potential;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (PodPriority(*pods[i]) < PodPriority(pod)) potential.push_back({pods[i], static_cast<int32_t>(i)});
+  }
+  if (potential.empty()) {
+    return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "No preemption victims found for incoming pod");
+  }
+  std::vector<const Pod*> removed;
+  for (const Ranked& r : potential) removed.push_back(r.pod);
+  PluginStatus st = host.Filter(pod, node, removed);
+  if (!st.IsSuccess()) return st;
+
+  std::sort(potential.begin(), potential.end(), MoreImportant);
+  std::vector<Ranked> violating, non_violating;
+  ClassifyPdb(potential, pdbs, &violating, &non_violating);
+  std::vector<Ranked> victims;
+  // Put q back; it stays when the pod still fits.
+  auto reprieve = [&](const Ranked& q) {
+    removed.erase(std::find(removed.begin(), removed.end(), q.pod));
+    if (host.Filter(pod, node, removed).IsSuccess()) return true;
+    removed.push_back(q.pod);
+    victims.push_back(q);
+    return false;
+  };
+  out->node = node;
+  out->num_pdb_violations = 0;
+  for (const Ranked& q : violating) out->num_pdb_violations += reprieve(q) ? 0 : 1;
+  for (const Ranked& q : non_violating) reprieve(q);
+  if (!violating.empty() && !non_violating.empty()) std::sort(victims.begin(), victims.end(), MoreImportant);
+  out->victims.clear();
+  for (const Ranked& v : victims) out->victims.push_back(v.pod);
+  return PluginStatus::Success();
+}
+
+DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vector<int32_t>& potential,
+                              const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates) {
+  DryRunResult out;
+  std::vector<Candidate> non_violating, violating;
+  const size_t n = potential.size();
+  for (size_t i = 0; i < n; ++i) {
+    int32_t node = potential[(static_cast<size_t>(offset) + i) % n];
+    Candidate c;
+    PluginStatus st = SelectVictimsOnNode(host, pod, node, pdbs, &c);
+    if (st.IsSuccess() && !c.victims.empty()) {
+      std::vector<Candidate>& list = c.num_pdb_violations == 0 ? non_violating : violating;
+      if (static_cast<int32_t>(list.size()) < num_candidates) list.push_back(std::move(c));
+      if (!non_violating.empty() && non_violating.size() + violating.size() >= static_cast<size_t>(num_candidates)) break;
+      continue;
+    }
+    const std::string& name = host.NodeAt(node).meta.name;
+    if (st.IsSuccess()) st = PluginStatus::Error(StrCat("expected at least one victim pod on node ", GoQuote(name)));
+    if (st.code == Code::kError) out.errors.push_back(st.Message());
+    out.statuses.nodes[name] = std::move(st);
+  }
+  out.candidates = std::move(non_violating);
+  for (Candidate& c : violating) out.candidates.push_back(std::move(c));
+  return out;
+}
+
+int32_t SelectCandidate(const std::vector<Candidate>& candidates) {
+  if (candidates.empty()) return -1;
+  std::vector<int32_t> left(candidates.size());
+  std::iota(left.begin(), left.end(), 0);
+  if (left.size() == 1) return 0;
+  // Each criterion scores a candidate (higher is better) and keeps the best; the next one
+  // breaks what is still tied.
+  const std::function<int64_t(const Candidate&)> criteria[] = {
+      [](const Candidate& c) { return -c.num_pdb_violations; },
+      [](const Candidate& c) { return -static_cast<int64_t>(PodPriority(*c.victims[0])); },
+      [](const Candidate& c) {
+        int64_t sum = 0;
+        for (const Pod* p : c.victims) sum += static_cast<int64_t>(PodPriority(*p)) + (int64_t{1} << 31);
+        return -sum;
+      },
+      [](const Candidate& c) { return -static_cast<int64_t>(c.victims.size()); },
+      [](const Candidate& c) { return EarliestStartOfHighest(c.victims); },
+  };
+  for (const auto& score : criteria) {
+    std::vector<int32_t> best;
+    int64_t max = std::numeric_limits<int64_t>::min();
+    for (int32_t i : left) {
+      int64_t s = score(candidates[i]);
+      if (s > max) {
+        max = s;
+        best.clear();
+      }
+      if (s == max) best.push_back(i);
+    }
+    if (best.size() == 1) return best[0];
+    left = std::move(best);
+  }
+  return left[0];
+}
+
+PluginStatus PreEnqueue(const Pod& pod, bool async_preemption, const std::set<std::string>& preempting) {
+  if (!async_preemption || !preempting.count(pod.meta.uid)) return PluginStatus::Success();
+  return PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "waiting for the preemption for this pod to be finished");
+}
+
+std::string StatusesMessage(int32_t num_all_nodes, const NodeToStatus& statuses) {
+  std::map<std::string, int64_t> reasons;
+  for (const auto& [node, status] : statuses.nodes) {
+    for (const std::string& r : status.reasons) ++reasons[r];
+  }
+  int64_t absent = num_all_nodes - static_cast<int64_t>(statuses.nodes.size());
+  if (absent > 0) {
+    for (const std::string& r : statuses.absent.reasons) reasons[r] += absent;
+  }
+  return FitErrorMessage(num_all_nodes, "", reasons);
+}
+
+namespace {
+
+// Preempt (§2) without the "preemption: " prefix.
+PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& statuses,
+                         const std::vector<PodDisruptionBudget>& pdbs, const PostFilterOptions& options) {
+  PostFilterResult out;
+  std::string why;
+  if (!PodEligibleToPreemptOthers(pod, &statuses.Get(pod.nominated_node_name), host, &why)) {
+    out.status = PluginStatus::Make(Code::kUnschedulable, why);
+    return out;
+  }
+  if (host.NumNodes() == 0) {
+    out.status = PluginStatus::Error("no nodes available");
+    return out;
+  }
+  std::vector<int32_t> potential = NodesForStatusCode(statuses, Code::kUnschedulable, host);
+  DryRunResult dry;
+  if (!potential.empty()) {
+    int32_t n = static_cast<int32_t>(potential.size());
+    int32_t offset = options.offset ? options.offset(n) : 0;
+    dry = DryRunPreemption(host, pod, potential, pdbs, offset, NumCandidates(n, options.args));
+    if (!dry.errors.empty() && dry.candidates.empty()) {
+      std::string msg;
+      for (size_t i = 0; i < dry.errors.size(); ++i) msg += (i ? ", " : "") + dry.errors[i];
+      out.status = PluginStatus::Error(dry.errors.size() == 1 ? msg : StrCat("[", msg, "]"));
+      return out;
+    }
+  }
+  out.candidates = dry.candidates;
+  out.dry_run_statuses = dry.statuses;
+  if (dry.candidates.empty()) {
+    NodeToStatus s = std::move(dry.statuses);
+    s.absent = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "Preemption is not helpful for scheduling");
+    out.has_result = true;  // clears the nomination
+    out.status = PluginStatus::Make(Code::kUnschedulable, StatusesMessage(host.NumNodes(), s));
+    return out;
+  }
+
+  std::vector<Candidate> candidates = std::move(dry.candidates);
+  if (!options.extenders.empty()) {
+    std::map<std::string, Candidate> victims;
+    for (const Candidate& c : candidates) victims[host.NodeAt(c.node).meta.name] = c;
+    for (PreemptionExtender* ext : options.extenders) {
+      if (!ext->IsInterested(pod)) continue;
+      std::map<std::string, Candidate> next = victims;
+      std::string error;
+      if (!ext->ProcessPreemption(pod, &next, &error)) {
+        if (ext->IsIgnorable()) continue;
+        out.status = PluginStatus::Error(error);
+        return out;
+      }
+      for (auto it = next.begin(); it != next.end();) {
+        if (!it->second.victims.empty()) {
+          ++it;
+        } else if (ext->IsIgnorable()) {
+          it = next.erase(it);
+        } else {
+          out.status = PluginStatus::Error(StrCat("expected at least one victim pod on node ", GoQuote(it->first)));
+          return out;
+        }
+      }
+      victims = std::move(next);
+      if (victims.empty()) break;
+    }
+    // Upstream rebuilds the list in map order; the dry run's order is kept here.
+    std::vector<Candidate> kept;
+    for (const Candidate& c : candidates) {
+      auto it = victims.find(host.NodeAt(c.node).meta.name);
+      if (it != victims.end()) kept.push_back(it->second);
+    }
+    candidates = std::move(kept);
+  }
+  int32_t best = SelectCandidate(candidates);
+  if (best < 0) {
+    out.status = PluginStatus::Make(Code::kUnschedulable, "no candidate node for preemption");
+    return out;
+  }
+  const Candidate& chosen = candidates[best];
+  out.has_result = true;
+  out.nominated_node = host.NodeAt(chosen.node).meta.name;
+  out.victims = chosen.victims;
+  out.status = PluginStatus::Make(Code::kSuccess, StrCat("found a potential placement for pod on node ", out.nominated_node,
+                                                         ", preempting ", chosen.victims.size(), " victims"));
+  return out;
+}
+
+}  // namespace
+
+PostFilterResult PostFilter(DryRunHost& host, const Pod& pod, const NodeToStatus& statuses,
+                            const std::vector<PodDisruptionBudget>& pdbs, const PostFilterOptions& options) {
+  PostFilterResult out = Preempt(host, pod, statuses, pdbs, options);
+  std::string msg = out.status.Message();
+  if (!msg.empty()) out.status.reasons = {StrCat("preemption: ", msg)};
+  return out;
+}
+
+// ---- the reference host -----------------------------------------------------------------
+
+namespace {
+// Plugins with PreFilter AddPod/RemovePod extensions upstream: their PreFilter state counts
+// other pods, so it is computed again whenever the dry run changes a node's pods.
+bool PodDependentPreFilter(const std::string& name) {
+  return name == "InterPodAffinity" || name == "PodTopologySpread" || name == "VolumeRestrictions";
+}
+}  // namespace
+
+struct ReferenceDryRunHost::Impl {
+  const reference::ClusterState& base;
+  reference::ClusterState work;  // base, with one node's pods changed during a call
+  std::vector<Named> pre_filter, filter;
+  std::vector<const Pod*> nominated;
+  std::map<std::string, int32_t> index;
+  // PreFilter of the current pod on the unchanged cluster.
+  const Pod* pod = nullptr;
+  std::string key, uid;
+  reference::CycleState cycle;
+  std::set<std::string> skipped;
+  PluginStatus pre_status;
+
+  // The filter chain on `node` of the work state as it is now (RunFilterPlugins).
+  PluginStatus RunFilters(const Pod& p, int32_t node) {
+    reference::CycleState state = cycle;
+    std::set<std::string> skip = skipped;
+    for (const Named& n : pre_filter) {
+      if (!PodDependentPreFilter(n.first)) continue;
+      skip.erase(n.first);
+      reference::NodeNameSet names;
+      PluginStatus s = n.second->PreFilter(state, p, work, &names);
+      if (s.IsSkip()) {
+        skip.insert(n.first);
+      } else if (!s.IsSuccess()) {
+        return s.IsRejected() ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
+      }
+    }
+    for (const Named& n : filter) {
+      if (skip.count(n.first)) continue;
+      PluginStatus s = n.second->Filter(state, p, work.nodes[node], work);
+      if (s.IsSuccess()) continue;
+      if (!s.IsRejected()) return PluginStatus::Error(StrCat("running \"", n.first, "\" filter plugin: ", s.Message()));
+      return s;
+    }
+    return PluginStatus::Success();
+  }
+
+  void PreFilterOnce(const Pod& p) {
+    // The same object with the same identity: callers may reuse an address for another pod.
+    if (pod == &p && key == ObjectKey(p.meta) && uid == p.meta.uid) return;
+    pod = &p;
+    key = ObjectKey(p.meta);
+    uid = p.meta.uid;
+    cycle = reference::CycleState();
+    skipped.clear();
+    pre_status = PluginStatus::Success();
+    for (const Named& n : pre_filter) {
+      reference::NodeNameSet names;
+      PluginStatus s = n.second->PreFilter(cycle, p, base, &names);
+      if (s.IsSkip()) {
+        skipped.insert(n.first);
+      } else if (!s.IsSuccess() && pre_status.IsSuccess() && !PodDependentPreFilter(n.first)) {
+        pre_status = s.IsRejected() ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
+      }
+    }
+  }
+};
+
+ReferenceDryRunHost::ReferenceDryRunHost(const reference::ClusterState& state, std::vector<Named> pre_filter,
+                                         std::vector<Named> filter, std::vector<const Pod*> nominated)
+    : impl_(new Impl{state, state, std::move(pre_filter), std::move(filter), std::move(nominated), {}, nullptr, {}, {}, {}, {}, {}}) {
+  for (size_t i = 0; i < state.nodes.size(); ++i) impl_->index[state.nodes[i].node->meta.name] = static_cast<int32_t>(i);
+}
+
+ReferenceDryRunHost::~ReferenceDryRunHost() = default;
+
+int32_t ReferenceDryRunHost::NumNodes() const { return static_cast<int32_t>(impl_->base.nodes.size()); }
+const Node& ReferenceDryRunHost::NodeAt(int32_t node) const { return *impl_->base.nodes[node].node; }
+int32_t ReferenceDryRunHost::IndexOf(const std::string& name) const {
+  auto it = impl_->index.find(name);
+  return it == impl_->index.end() ? -1 : it->second;
+}
+const std::vector<const Pod*>& ReferenceDryRunHost::PodsOn(int32_t node) const { return impl_->base.nodes[node].pods; }
+
+PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std::vector<const Pod*>& removed) {
+  Impl& m = *impl_;
+  m.PreFilterOnce(pod);
+  std::vector<const Pod*> kept;
+  for (const Pod* p : m.base.nodes[node].pods) {
+    if (std::find(removed.begin(), removed.end(), p) == removed.end()) kept.push_back(p);
+  }
+  // Nominated pods that outrank or tie the pod count on their node in a first pass.
+  std::vector<const Pod*> with_nominated = kept;
+  const std::string& name = m.base.nodes[node].node->meta.name;
+  for (const Pod* p : m.nominated) {
+    if (p->nominated_node_name == name && PodPriority(*p) >= PodPriority(pod) && p->meta.uid != pod.meta.uid &&
+        p != &pod) {
+      with_nominated.push_back(p);
+    }
+  }
+  PluginStatus status;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1 && (with_nominated.size() == kept.size() || !status.IsSuccess())) break;
+    m.work.nodes[node].pods = pass == 0 ? with_nominated : kept;
+    ++filter_calls_;
+    status = m.pre_status.IsSuccess() ? m.RunFilters(pod, node) : m.pre_status;
+    if (!status.IsSuccess() && !status.IsRejected()) break;
+  }
+  m.work.nodes[node].pods = m.base.nodes[node].pods;
+  return status;
+}
+
+}  // namespace kplace::cycle

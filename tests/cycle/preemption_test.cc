@@ -1,0 +1,211 @@
+#include "kplace/cycle/preemption.h"
+
+#include <memory>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kplace/common/strings.h"
+#include "kplace/model/decode.h"
+#include "kplace/reference/plugin.h"
+
+namespace kplace::cycle {
+namespace {
+
+using json = nlohmann::json;
+
+Node MakeNode(const std::string& name, const std::string& cpu) {
+  json j = {{"metadata", {{"name", name}}},
+            {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "10Gi"}, {"pods", "110"}}}}}};
+  return *DecodeNode(j, "test");
+}
+
+Pod MakePod(const std::string& name, const std::string& node, int32_t priority, const std::string& cpu,
+            std::optional<int64_t> start_seconds = std::nullopt, const Labels& labels = {}) {
+  json j = {{"metadata", {{"name", name}, {"namespace", "default"}, {"uid", name}}},
+            {"spec", {{"priority", priority},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  if (!labels.empty()) j["metadata"]["labels"] = labels;
+  Pod p = *DecodePod(j, "test");
+  if (start_seconds) p.start_time_ns = *start_seconds * 1000000000;
+  return p;
+}
+
+PodDisruptionBudget MakePdb(const std::string& app, int32_t allowed) {
+  PodDisruptionBudget pdb;
+  pdb.meta.name = "pdb-" + app;
+  pdb.meta.namespace_ = "default";
+  pdb.selector = LabelSelector{{{"app", app}}, {}};
+  pdb.disruptions_allowed = allowed;
+  return pdb;
+}
+
+// A reference cluster with NodeResourcesFit as the only filter.
+class PreemptionTest : public ::testing::Test {
+ protected:
+  void Build() {
+    state_ = reference::MakeClusterState(objects_);
+    fit_ = *reference::MakePlugin("NodeResourcesFit", PluginArgs{}, FeatureGates{});
+    std::vector<const Pod*> nominated;
+    for (const Pod& p : objects_.pods) {
+      if (p.node_name.empty() && !p.nominated_node_name.empty()) nominated.push_back(&p);
+    }
+    host_ = std::make_unique<ReferenceDryRunHost>(state_, std::vector<ReferenceDryRunHost::Named>{{"NodeResourcesFit", fit_.get()}},
+                                                  std::vector<ReferenceDryRunHost::Named>{{"NodeResourcesFit", fit_.get()}},
+                                                  nominated);
+  }
+  std::vector<std::string> Names(const std::vector<const Pod*>& pods) {
+    std::vector<std::string> out;
+    for (const Pod* p : pods) out.push_back(p->meta.name);
+    return out;
+  }
+  NodeToStatus AllUnschedulable() {
+    NodeToStatus m;
+    for (const Node& n : objects_.nodes) m.nodes[n.meta.name] = PluginStatus::Make(Code::kUnschedulable, "Insufficient cpu");
+    return m;
+  }
+
+  ObjectSet objects_;
+  reference::ClusterState state_;
+  std::unique_ptr<reference::Plugin> fit_;
+  std::unique_ptr<ReferenceDryRunHost> host_;
+};
+
+TEST_F(PreemptionTest, ReprievesPdbViolatingVictimsFirstThenByImportance) {
+  objects_.nodes = {MakeNode("n1", "4")};
+  objects_.pods = {MakePod("low-protected", "n1", 1, "2", 10, {{"app", "a"}}),
+                   MakePod("mid", "n1", 5, "2", 10),
+                   MakePod("high", "n1", 100, "0")};
+  objects_.pdbs = {MakePdb("a", 0)};
+  Build();
+  Pod pod = MakePod("incoming", "", 50, "2");
+  Candidate c;
+  PluginStatus st = SelectVictimsOnNode(*host_, pod, 0, objects_.pdbs, &c);
+  ASSERT_TRUE(st.IsSuccess()) << st.Message();
+  // Either eviction frees enough; the PDB-protected pod is offered its reprieve first.
+  EXPECT_EQ(Names(c.victims), (std::vector<std::string>{"mid"}));
+  EXPECT_EQ(c.num_pdb_violations, 0);
+  EXPECT_EQ(host_->filter_calls(), 3);  // after removing both, then one reprieve each
+
+  objects_.pdbs = {};
+  Build();
+  Candidate plain;
+  ASSERT_TRUE(SelectVictimsOnNode(*host_, pod, 0, objects_.pdbs, &plain).IsSuccess());
+  EXPECT_EQ(Names(plain.victims), (std::vector<std::string>{"low-protected"}));  // the least important goes
+}
+
+TEST_F(PreemptionTest, NoLowerPriorityPodAndDoesNotFitEvenEmpty) {
+  objects_.nodes = {MakeNode("n1", "2")};
+  objects_.pods = {MakePod("same", "n1", 50, "2")};
+  Build();
+  Candidate c;
+  PluginStatus st = SelectVictimsOnNode(*host_, MakePod("p", "", 50, "1"), 0, {}, &c);
+  EXPECT_EQ(st.code, Code::kUnschedulableAndUnresolvable);
+  EXPECT_EQ(st.Message(), "No preemption victims found for incoming pod");
+  EXPECT_EQ(host_->filter_calls(), 0);
+
+  objects_.pods = {MakePod("low", "n1", 1, "1")};
+  Build();
+  st = SelectVictimsOnNode(*host_, MakePod("big", "", 50, "3"), 0, {}, &c);
+  EXPECT_EQ(st.code, Code::kUnschedulableAndUnresolvable);  // more than the node has at all
+  EXPECT_EQ(st.Message(), "Insufficient cpu");
+}
+
+TEST_F(PreemptionTest, PostFilterMessagesAndNodeChoice) {
+  objects_.nodes = {MakeNode("n1", "2"), MakeNode("n2", "2"), MakeNode("n3", "2")};
+  objects_.pods = {MakePod("a", "n1", 10, "2", 5), MakePod("b", "n2", 3, "1", 5), MakePod("c", "n2", 3, "1", 6),
+                   MakePod("d", "n3", 100, "2")};
+  Build();
+  Pod pod = MakePod("p", "", 50, "2");
+  PostFilterOptions options;
+  PostFilterResult r = PostFilter(*host_, pod, AllUnschedulable(), {}, options);
+  ASSERT_TRUE(r.status.IsSuccess()) << r.status.Message();
+  // n2's most important victim has priority 3 < n1's 10: n2 wins on criterion 2.
+  EXPECT_EQ(r.nominated_node, "n2");
+  EXPECT_EQ(Names(r.victims), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(r.status.Message(), "preemption: found a potential placement for pod on node n2, preempting 2 victims");
+
+  // Nothing lower on any node: every tried node says so, the others are "not helpful".
+  Pod top = MakePod("top", "", 1, "2");
+  NodeToStatus m = AllUnschedulable();
+  m.nodes["n3"] = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "node(s) didn't match Pod's node affinity/selector");
+  r = PostFilter(*host_, top, m, {}, options);
+  EXPECT_EQ(r.status.code, Code::kUnschedulable);
+  EXPECT_TRUE(r.has_result);
+  EXPECT_EQ(r.nominated_node, "");
+  EXPECT_EQ(r.status.Message(),
+            "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+            "2 No preemption victims found for incoming pod.");
+
+  Pod never = pod;
+  never.preemption_policy = "Never";
+  r = PostFilter(*host_, never, AllUnschedulable(), {}, options);
+  EXPECT_FALSE(r.has_result);
+  EXPECT_EQ(r.status.Message(), "preemption: not eligible due to preemptionPolicy=Never.");
+}
+
+TEST_F(PreemptionTest, TerminatingVictimOnTheNominatedNodeBlocksUnlessUnresolvable) {
+  objects_.nodes = {MakeNode("n1", "2")};
+  objects_.pods = {MakePod("going", "n1", 1, "2")};
+  objects_.pods[0].meta.deletion_timestamp = "2024-01-01T00:00:00Z";
+  objects_.pods[0].conditions = {{"DisruptionTarget", "True", "PreemptionByScheduler", ""}};
+  Build();
+  Pod pod = MakePod("p", "", 50, "2");
+  pod.nominated_node_name = "n1";
+  std::string why;
+  PluginStatus unschedulable = PluginStatus::Make(Code::kUnschedulable, "Insufficient cpu");
+  EXPECT_FALSE(PodEligibleToPreemptOthers(pod, &unschedulable, *host_, &why));
+  EXPECT_EQ(why, "not eligible due to a terminating pod on the nominated node.");
+  PluginStatus unresolvable = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "x");
+  EXPECT_TRUE(PodEligibleToPreemptOthers(pod, &unresolvable, *host_, &why));
+  objects_.pods[0].conditions.clear();  // an ordinary deletion does not block
+  Build();
+  EXPECT_TRUE(PodEligibleToPreemptOthers(pod, &unschedulable, *host_, &why));
+}
+
+TEST_F(PreemptionTest, NominatedPodsOfHigherPriorityCountOnTheirNode) {
+  objects_.nodes = {MakeNode("n1", "4")};
+  objects_.pods = {MakePod("low", "n1", 1, "2"), MakePod("waiting", "", 60, "2")};
+  objects_.pods[1].nominated_node_name = "n1";
+  Build();
+  // With the nominated 2-cpu pod counted, evicting "low" leaves room for 2 cpus only.
+  Candidate c;
+  EXPECT_TRUE(SelectVictimsOnNode(*host_, MakePod("p", "", 50, "2"), 0, {}, &c).IsSuccess());
+  EXPECT_EQ(Names(c.victims), (std::vector<std::string>{"low"}));
+  // Two passes (with and without the nominated pod) after the removal; the reprieve stops
+  // at its first pass.
+  EXPECT_EQ(host_->filter_calls(), 3);
+  PluginStatus st = SelectVictimsOnNode(*host_, MakePod("q", "", 50, "3"), 0, {}, &c);
+  EXPECT_EQ(st.Message(), "Insufficient cpu");
+  // A nominated pod of lower priority does not count.
+  EXPECT_TRUE(SelectVictimsOnNode(*host_, MakePod("r", "", 70, "3"), 0, {}, &c).IsSuccess());
+}
+
+TEST(PreemptionArgsTest, NumCandidates) {
+  DefaultPreemptionArgs d;
+  EXPECT_EQ(NumCandidates(50, d), 50);
+  EXPECT_EQ(NumCandidates(500, d), 100);
+  EXPECT_EQ(NumCandidates(5000, d), 500);
+  DefaultPreemptionArgs a{40, 1};
+  EXPECT_EQ(NumCandidates(5, a), 2);
+  EXPECT_EQ(NumCandidates(1, DefaultPreemptionArgs{0, 0}), 0);
+}
+
+TEST(PreemptionSelectTest, TieBreaksInOrder) {
+  Pod p1 = MakePod("p1", "n", 10, "1", 100), p2 = MakePod("p2", "n", 10, "1", 200);
+  Pod neg = MakePod("neg", "n", -5, "1", 100);
+  auto cand = [](int32_t node, std::vector<const Pod*> v, int64_t pdb) { return Candidate{node, std::move(v), pdb}; };
+  // Fewer PDB violations first.
+  EXPECT_EQ(SelectCandidate({cand(0, {&neg}, 1), cand(1, {&p1}, 0)}), 1);
+  // Two negative-priority victims do not beat one: the sum adds 2^31 to each.
+  EXPECT_EQ(SelectCandidate({cand(0, {&neg, &neg}, 0), cand(1, {&neg}, 0)}), 1);
+  // Same priorities and counts: the later start time wins.
+  EXPECT_EQ(SelectCandidate({cand(0, {&p1}, 0), cand(1, {&p2}, 0)}), 1);
+  // Complete tie: the first found.
+  EXPECT_EQ(SelectCandidate({cand(3, {&p1}, 0), cand(4, {&p1}, 0)}), 0);
+  EXPECT_EQ(SelectCandidate({}), -1);
+}
+
+}  // namespace
+}  // namespace kplace::cycle
