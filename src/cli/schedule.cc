@@ -90,6 +90,22 @@ json PlacementJson(const cycle::Placement& p, bool explain, const std::vector<st
   if (!p.message.empty()) j["message"] = p.message;
   j["feasibleNodes"] = p.feasible;
   if (!p.node.empty()) j["score"] = p.score;
+  if (p.attempts > 1) j["attempts"] = p.attempts;
+  if (p.preempted) j["preemptedLater"] = true;
+  if (p.preemption && !p.preemption->victims.empty()) {
+    j["nominatedNode"] = p.preemption->nominated_node;
+    j["victims"] = p.preemption->victims;
+  }
+  if (explain && p.preemption) {
+    json candidates = json::array();
+    for (const cycle::PreemptionOutcome::Candidate& c : p.preemption->candidates) {
+      candidates.push_back({{"node", c.node}, {"victims", c.victims}, {"pdbViolations", c.pdb_violations}});
+    }
+    j["postFilter"] = {{"plugin", "DefaultPreemption"},
+                       {"candidates", candidates},
+                       {"rejected", p.preemption->rejected},
+                       {"chosen", p.preemption->nominated_node.empty() ? json(nullptr) : json(p.preemption->nominated_node)}};
+  }
   if (explain && p.explanation) {
     json nodes = json::array();
     const cycle::Explanation& ex = *p.explanation;
@@ -290,6 +306,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
       if (p.node_name.empty()) pending.push_back(std::move(p));
       else cluster.pods.push_back(std::move(p));
     }
+    for (PodDisruptionBudget& b : set.pdbs) cluster.pdbs.push_back(std::move(b));
+    for (PriorityClass& c : set.priority_classes) cluster.priority_classes.push_back(std::move(c));
   }
   {
     std::vector<Pod> bound;
@@ -298,6 +316,13 @@ int Schedule(int argc, char** argv, bool explain_command) {
       else pending.push_back(std::move(p));
     }
     cluster.pods = std::move(bound);
+  }
+  for (std::vector<Pod>* pods : {&cluster.pods, &pending}) {
+    absl::Status s = ResolvePriorities(cluster, pods, "kplace schedule");
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+      return 1;
+    }
   }
   if (output == "pods") {
     std::vector<std::string> all_files = pod_files;
@@ -358,13 +383,13 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "kplace schedule: %s\n", std::string(scheduler.status().message()).c_str());
       return 1;
     }
-    for (size_t k = 0; k < order.size(); ++k) {
-      placements.push_back((*scheduler)->Schedule(pending[order[k]]));
-      if (klog) PrintKlog(placements.back(), stderr);
-      if (order.size() >= 1000 && (k + 1) % 1000 == 0) {
-        std::fprintf(stderr, "kplace schedule: %zu/%zu pods\n", k + 1, order.size());
+    size_t attempts = 0;
+    placements = (*scheduler)->ScheduleAll(pending, [&](const cycle::Placement& p) {
+      if (klog) PrintKlog(p, stderr);
+      if (order.size() >= 1000 && ++attempts % 1000 == 0) {
+        std::fprintf(stderr, "kplace schedule: %zu cycles for %zu pods\n", attempts, order.size());
       }
-    }
+    });
   }
 
   std::map<std::string, std::vector<std::string>> filter_plugins;

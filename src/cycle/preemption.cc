@@ -85,6 +85,12 @@ int64_t EarliestStartOfHighest(const std::vector<const Pod*>& victims) {
 
 }  // namespace
 
+bool SamePod(const Pod& a, const Pod& b) {
+  if (&a == &b) return true;
+  if (!a.meta.uid.empty() && a.meta.uid == b.meta.uid) return true;
+  return a.meta.name == b.meta.name && a.meta.namespace_ == b.meta.namespace_;
+}
+
 bool TerminatingByPreemption(const Pod& pod) {
   if (pod.meta.deletion_timestamp.empty()) return false;
   for (const PodCondition& c : pod.conditions) {
@@ -345,6 +351,40 @@ namespace {
 bool PodDependentPreFilter(const std::string& name) {
   return name == "InterPodAffinity" || name == "PodTopologySpread" || name == "VolumeRestrictions";
 }
+
+// Whether adding or removing `changed` can change that plugin's PreFilter state for `pod`:
+// only pods its counts can see do (AddPod/RemovePod of any other pod leave it as it was).
+// Selectors are checked without matchLabelKeys, which only narrow them.
+bool StateSees(const std::string& name, const Pod& pod, const std::vector<const Pod*>& changed) {
+  auto matches = [](const std::optional<LabelSelector>& sel, const Pod& q) {
+    return sel && plugins::volume::LabelSelectorMatches(*sel, q.meta.labels);
+  };
+  for (const Pod* q : changed) {
+    if (name == "InterPodAffinity") {
+      // Existing pods' anti-affinity against the pod, and the pod's terms against them.
+      if (q->affinity && q->affinity->pod_anti_affinity && !q->affinity->pod_anti_affinity->required.empty()) return true;
+      if (!pod.affinity) continue;
+      for (const auto* a : {&pod.affinity->pod_affinity, &pod.affinity->pod_anti_affinity}) {
+        if (!*a) continue;
+        for (const PodAffinityTerm& t : (*a)->required) {
+          if (matches(t.label_selector, *q)) return true;
+        }
+      }
+    } else if (name == "PodTopologySpread") {
+      // Constraints defaulted from the profile select by the pod's owners: always recount.
+      if (pod.topology_spread_constraints.empty()) return true;
+      for (const TopologySpreadConstraint& c : pod.topology_spread_constraints) {
+        if (c.when_unsatisfiable == "DoNotSchedule" && q->meta.namespace_ == pod.meta.namespace_ &&
+            matches(c.label_selector, *q)) {
+          return true;
+        }
+      }
+    } else if (!q->volumes.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
 }  // namespace
 
 struct ReferenceDryRunHost::Impl {
@@ -360,13 +400,14 @@ struct ReferenceDryRunHost::Impl {
   std::set<std::string> skipped;
   PluginStatus pre_status;
 
-  // The filter chain on `node` of the work state as it is now (RunFilterPlugins).
-  PluginStatus RunFilters(const Pod& p, int32_t node) {
+  // The filter chain on `node` of the work state as it is now (RunFilterPlugins), where
+  // `changed` are the pods that differ from the unchanged cluster.
+  PluginStatus RunFilters(const Pod& p, int32_t node, const std::vector<const Pod*>& changed) {
     reference::CycleState state = cycle;
     std::set<std::string> skip = skipped;
     for (const Named& n : pre_filter) {
-      if (!PodDependentPreFilter(n.first)) continue;
-      skip.erase(n.first);
+      // A plugin that skipped the pod at PreFilter stays skipped through the dry run.
+      if (!PodDependentPreFilter(n.first) || skip.count(n.first) || !StateSees(n.first, p, changed)) continue;
       reference::NodeNameSet names;
       PluginStatus s = n.second->PreFilter(state, p, work, &names);
       if (s.IsSkip()) {
@@ -433,8 +474,7 @@ PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std
   std::vector<const Pod*> with_nominated = kept;
   const std::string& name = m.base.nodes[node].node->meta.name;
   for (const Pod* p : m.nominated) {
-    if (p->nominated_node_name == name && PodPriority(*p) >= PodPriority(pod) && p->meta.uid != pod.meta.uid &&
-        p != &pod) {
+    if (p->nominated_node_name == name && PodPriority(*p) >= PodPriority(pod) && !SamePod(*p, pod)) {
       with_nominated.push_back(p);
     }
   }
@@ -442,8 +482,10 @@ PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1 && (with_nominated.size() == kept.size() || !status.IsSuccess())) break;
     m.work.nodes[node].pods = pass == 0 ? with_nominated : kept;
+    std::vector<const Pod*> changed = removed;
+    if (pass == 0) changed.insert(changed.end(), with_nominated.begin() + kept.size(), with_nominated.end());
     ++filter_calls_;
-    status = m.pre_status.IsSuccess() ? m.RunFilters(pod, node) : m.pre_status;
+    status = m.pre_status.IsSuccess() ? m.RunFilters(pod, node, changed) : m.pre_status;
     if (!status.IsSuccess() && !status.IsRejected()) break;
   }
   m.work.nodes[node].pods = m.base.nodes[node].pods;

@@ -4,11 +4,15 @@
 #include <deque>
 #include <map>
 #include <numeric>
+#include <set>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "kplace/common/strings.h"
 #include "kplace/common/status.h"
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/node_order.h"
+#include "kplace/cycle/preemption.h"
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
 #include "kplace/model/decode.h"
@@ -204,6 +208,13 @@ class ReferenceEvaluator final : public Evaluator {
     return out;
   }
 
+  /** The profile's PreFilter and Filter plugins in run order, for a ReferenceDryRunHost. */
+  std::vector<ReferenceDryRunHost::Named> Plugins(const std::vector<std::string>& names) {
+    std::vector<ReferenceDryRunHost::Named> out;
+    for (const std::string& name : names) out.emplace_back(name, plugins_[name].get());
+    return out;
+  }
+
   /** Reserve on `host` when `pod` is the pod this evaluator just ran a cycle for. */
   void Reserve(const Pod& pod, NodeIndex host) {
     if (pod_ != &pod) return;
@@ -222,36 +233,21 @@ class ReferenceEvaluator final : public Evaluator {
 class CycleScheduler final : public Scheduler {
  public:
   CycleScheduler(const ObjectSet& cluster, const SchedulerConfig& config, const Options& options)
-      : cluster_(cluster), config_(config), options_(options), rng_(options.seed) {}
+      : cluster_(cluster), config_(config), options_(options), rng_(options.seed), preempt_rng_(options.seed) {}
 
   absl::Status Init() {
     std::vector<const Node*> nodes;
-    for (const Node& n : cluster_.nodes) nodes.push_back(&n);
-    order_ = ZoneRoundRobinOrder(nodes);
-    if (options_.reference) {
-      state_ = reference::MakeClusterState(cluster_, options_.gates);
-      for (const Profile& p : config_.profiles) {
-        auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
-        KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
-        evaluators_.push_back(std::move(e));
-      }
-    } else {
-      snapshot_ = std::make_unique<engine::Snapshot>(cluster_, options_.gates);
-      for (const Profile& p : config_.profiles) {
-        std::string error;
-        auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);
-        if (!fw) return absl::InvalidArgumentError(StrCat("profile \"", p.scheduler_name, "\": ", error));
-        fw->Prepare(*snapshot_);
-        evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
-      }
-      if (options_.batch > 1 && !options_.explain) {
-        for (auto& e : evaluators_) {
-          batches_.push_back(std::make_unique<BatchCycle>(&static_cast<EngineEvaluator*>(e.get())->framework(),
-                                                          &order_, options_.batch));
-        }
-      }
+    for (const Node& n : cluster_.nodes) {
+      node_index_.emplace(n.meta.name, static_cast<NodeIndex>(nodes.size()));
+      nodes.push_back(&n);
     }
-    return absl::OkStatus();
+    order_ = ZoneRoundRobinOrder(nodes);
+    for (const Profile& p : config_.profiles) {
+      auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
+      KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
+      dry_.push_back(std::move(e));
+    }
+    return Build(cluster_);
   }
 
   int32_t next_start_index() const override { return next_start_; }
@@ -261,7 +257,7 @@ class CycleScheduler final : public Scheduler {
   }
 
   BatchStats batch_stats() const override {
-    BatchStats out;
+    BatchStats out = retired_stats_;
     for (const auto& b : batches_) b->AddStats(&out);
     return out;
   }
@@ -270,6 +266,37 @@ class CycleScheduler final : public Scheduler {
     std::vector<std::string> out;
     for (int32_t i : order_) out.push_back(cluster_.nodes[i].meta.name);
     return out;
+  }
+
+  void Nominate(const Pod& pod) override {
+    if (pod.nominated_node_name.empty()) {
+      nominated_.erase(ObjectKey(pod.meta));
+    } else {
+      nominated_[ObjectKey(pod.meta)] = pod;
+    }
+  }
+
+  const Pod* Nomination(const std::string& key) const override {
+    auto it = nominated_.find(key);
+    return it == nominated_.end() ? nullptr : &it->second;
+  }
+
+  std::vector<std::string> CompleteDeletions() override {
+    std::vector<std::string> gone;
+    if (terminating_.empty()) return gone;
+    auto live = std::make_unique<ObjectSet>(CurrentObjects());
+    auto& pods = live->pods;
+    for (auto it = pods.begin(); it != pods.end();) {
+      if (terminating_.count(ObjectKey(it->meta))) {
+        gone.push_back(ObjectKey(it->meta));
+        it = pods.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    terminating_.clear();
+    Rebuild(std::move(live));
+    return gone;
   }
 
   Placement Schedule(const Pod& pod) override {
@@ -294,7 +321,70 @@ class CycleScheduler final : public Scheduler {
       out.message = "no nodes available to schedule pods";
       return out;
     }
-    if (!batches_.empty()) return ScheduleBatched(pod, *batches_[ev_index], ev->profile(), std::move(out));
+    // The pod's own nomination from an earlier cycle, when it has one.
+    const Pod* nominated_self = Nomination(out.pod);
+    const Pod& p = nominated_self ? *nominated_self : pod;
+    if (!batches_.empty()) {
+      // Batched runs know nothing of nominated pods: while any exist, pods go one at a time.
+      if (nominated_.empty()) {
+        const int32_t start = next_start_;
+        Placement b = ScheduleBatched(p, *batches_[ev_index], ev->profile(), out);
+        // A failed pod of a profile with PostFilter takes the per-pod cycle, which keeps
+        // every node's status for preemption; its run ends there.
+        if (!b.node.empty() || b.code == Code::kError || ev->profile().post_filter.empty()) return b;
+        next_start_ = start;
+      }
+      // The per-pod cycle compiles its pod into the same plugins: the run starts again.
+      RestartBatch(ev_index);
+      for (auto& other : batches_) other->NoteOtherBind();
+    }
+    return ScheduleOne(p, *ev, ev_index, std::move(out));
+  }
+
+ private:
+  // The objects the scheduler holds now: the input's, or those rebuilt after a preemption.
+  const ObjectSet& objects() const { return live_ ? *live_ : cluster_; }
+
+  // The cluster as the reference sees it: state_ on the reference, rebuilt from the engine's
+  // snapshot otherwise (sharing its volume assume cache).
+  const reference::ClusterState& DryRunState() {
+    if (options_.reference) return state_;
+    dry_state_.objects = &objects();
+    dry_state_.gates = options_.gates;
+    dry_state_.volume_assume = std::shared_ptr<plugins::volume::VolumeAssumeCache>(
+        std::shared_ptr<void>(), &snapshot_->volume_assume_cache());
+    dry_state_.nodes.resize(snapshot_->num_nodes());
+    for (NodeIndex i = 0; i < snapshot_->num_nodes(); ++i) {
+      dry_state_.nodes[i] = reference::NodeInfo{&snapshot_->node(i), snapshot_->pods_on(i)};
+    }
+    return dry_state_;
+  }
+
+  std::unique_ptr<ReferenceDryRunHost> MakeHost(size_t ev_index) {
+    std::vector<const Pod*> nominated;
+    for (const auto& [key, q] : nominated_) nominated.push_back(&q);
+    ReferenceEvaluator& r = *dry_[ev_index];
+    return std::make_unique<ReferenceDryRunHost>(DryRunState(), r.Plugins(r.profile().pre_filter),
+                                                 r.Plugins(r.profile().filter), std::move(nominated));
+  }
+
+  // Per node: whether a pending pod nominated there counts when filtering `pod` (empty when
+  // no node has one).
+  std::vector<bool> NominatedFor(const Pod& pod) const {
+    std::vector<bool> out;
+    for (const auto& [key, q] : nominated_) {
+      if (PodPriority(q) < PodPriority(pod) || SamePod(q, pod)) continue;
+      auto it = node_index_.find(q.nominated_node_name);
+      if (it == node_index_.end()) continue;
+      out.resize(order_.size(), false);
+      out[it->second] = true;
+    }
+    return out;
+  }
+
+  Placement ScheduleOne(const Pod& pod, Evaluator& ev_ref, size_t ev_index, Placement out) {
+    Evaluator* ev = &ev_ref;
+    const int32_t n = static_cast<int32_t>(order_.size());
     std::shared_ptr<Explanation> explain;
     if (options_.explain) {
       explain = std::make_shared<Explanation>();
@@ -305,6 +395,7 @@ class CycleScheduler final : public Scheduler {
       out.explanation = explain;
     }
 
+    NodeToStatus statuses;
     Evaluator::PreFilterOutcome pre = ev->PreFilter(pod);
     if (pre.status.code == Code::kError) {
       out.code = Code::kError;
@@ -314,7 +405,42 @@ class CycleScheduler final : public Scheduler {
     if (pre.status.IsRejected()) {
       out.code = pre.status.code;
       out.message = FitErrorMessage(n, pre.status.Message(), {});
-      return out;
+      statuses.absent = pre.status;
+      return PostFilter(pod, ev_index, statuses, std::move(out));
+    }
+
+    // A node's status for this pod: nominated pods that count there make the reference
+    // filter it with them (RunFilterPluginsWithNominatedPods).
+    std::unique_ptr<ReferenceDryRunHost> host;
+    const std::vector<bool> nominated_on = NominatedFor(pod);
+    auto node_status = [&](NodeIndex i, std::string* plugin) {
+      if (nominated_on.empty() || !nominated_on[i]) return ev->FilterNode(i, plugin);
+      if (!host) host = MakeHost(ev_index);
+      PluginStatus s = host->Filter(pod, i, {});
+      if (!s.IsSuccess()) *plugin = "(nominated pods)";
+      return s;
+    };
+
+    // The nominated node first: when it fits it is taken at once, unscored.
+    if (!pod.nominated_node_name.empty()) {
+      auto it = node_index_.find(pod.nominated_node_name);
+      bool allowed = it != node_index_.end() &&
+                     (!pre.restricted || std::binary_search(pre.allowed.begin(), pre.allowed.end(), it->second));
+      if (allowed) {
+        std::string plugin;
+        PluginStatus s = node_status(it->second, &plugin);
+        if (s.code == Code::kError) {
+          out.code = Code::kError;
+          out.message = s.Message();
+          return out;
+        }
+        if (s.IsSuccess()) {
+          out.feasible = 1;
+          out.node = pod.nominated_node_name;
+          Bind(pod, it->second);
+          return out;
+        }
+      }
     }
 
     // Candidates in scan order: the whole round-robin list, or the PreFilter subset.
@@ -333,14 +459,13 @@ class CycleScheduler final : public Scheduler {
     const bool has_score = !ev->profile().score.empty();
     const int32_t k = has_score ? NumFeasibleNodesToFind(percentage, m) : std::min(1, m);
 
-    std::vector<NodeIndex> feasible;
+    std::vector<NodeIndex> feasible, rejected;
     std::map<std::string, int64_t> reasons;
-    int32_t recorded = 0;
     int32_t processed = m;
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
       std::string plugin;
-      PluginStatus s = ev->FilterNode(i, &plugin);
+      PluginStatus s = node_status(i, &plugin);
       if (s.code == Code::kError) {
         out.code = Code::kError;
         out.message = s.Message();
@@ -353,7 +478,7 @@ class CycleScheduler final : public Scheduler {
         }
         feasible.push_back(i);
       } else {
-        ++recorded;
+        rejected.push_back(i);
         for (const std::string& r : s.reasons) ++reasons[r];
       }
       if (explain) {
@@ -369,10 +494,19 @@ class CycleScheduler final : public Scheduler {
     out.feasible = static_cast<int32_t>(feasible.size());
 
     if (feasible.empty()) {
-      if (pre.restricted && !pre.absent_reason.empty()) reasons[pre.absent_reason] += n - recorded;
+      const int32_t recorded = static_cast<int32_t>(rejected.size());
+      if (pre.restricted && !pre.absent_reason.empty()) {
+        reasons[pre.absent_reason] += n - recorded;
+        statuses.absent = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, pre.absent_reason);
+      }
       out.code = Code::kUnschedulable;
       out.message = FitErrorMessage(n, "", reasons);
-      return out;
+      if (ev->profile().post_filter.empty()) return out;
+      for (NodeIndex i : rejected) {
+        std::string plugin;
+        statuses.nodes[objects().nodes[i].meta.name] = node_status(i, &plugin);
+      }
+      return PostFilter(pod, ev_index, statuses, std::move(out));
     }
     size_t chosen = 0;
     if (feasible.size() > 1) {
@@ -392,13 +526,150 @@ class CycleScheduler final : public Scheduler {
       out.score = scores.total[chosen];
       if (explain) Explain(*explain, feasible, scores);
     }
-    NodeIndex host = feasible[chosen];
-    out.node = cluster_.nodes[host].meta.name;
-    Bind(pod, host);
+    NodeIndex host_node = feasible[chosen];
+    out.node = cluster_.nodes[host_node].meta.name;
+    Bind(pod, host_node);
     return out;
   }
 
- private:
+  // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
+  // appends its message; a nomination is recorded and the victims start terminating.
+  Placement PostFilter(const Pod& pod, size_t ev_index, const NodeToStatus& statuses, Placement out) {
+    const Profile& profile = dry_[ev_index]->profile();
+    const bool preemption = std::find(profile.post_filter.begin(), profile.post_filter.end(), "DefaultPreemption") !=
+                            profile.post_filter.end();
+    if (!preemption) {
+      if (!profile.post_filter.empty() || Nomination(out.pod)) ClearNomination(pod);
+      return out;
+    }
+    std::unique_ptr<ReferenceDryRunHost> host = MakeHost(ev_index);
+    PostFilterOptions options;
+    options.args = profile.args.default_preemption;
+    options.offset = [this](int32_t potential) {
+      return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
+    };
+    std::vector<PodDisruptionBudget> pdbs = objects().pdbs;
+    PostFilterResult r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
+    std::string msg = r.status.Message();
+    if (!msg.empty()) out.message += " " + msg;
+    if (r.status.code == Code::kError) out.code = Code::kError;
+    PreemptionOutcome& po = out.preemption.emplace();
+    for (const Candidate& c : r.candidates) {
+      PreemptionOutcome::Candidate pc{objects().nodes[c.node].meta.name, {}, c.num_pdb_violations};
+      for (const Pod* v : c.victims) pc.victims.push_back(ObjectKey(v->meta));
+      po.candidates.push_back(std::move(pc));
+    }
+    for (const auto& [node, st] : r.dry_run_statuses.nodes) po.rejected[node] = st.Message();
+    if (!r.has_result) return out;
+    if (!r.status.IsSuccess()) {
+      ClearNomination(pod);
+      return out;
+    }
+    po.nominated_node = r.nominated_node;
+    for (const Pod* v : r.victims) po.victims.push_back(ObjectKey(v->meta));
+    Pod nominated = pod;
+    nominated.nominated_node_name = r.nominated_node;
+    // Lower-priority pods nominated to the same node lose their nomination.
+    for (auto it = nominated_.begin(); it != nominated_.end();) {
+      bool lower = it->second.nominated_node_name == r.nominated_node && PodPriority(it->second) < PodPriority(pod);
+      it = lower ? nominated_.erase(it) : std::next(it);
+    }
+    Nominate(nominated);
+    Actuate(r.victims, profile.scheduler_name);
+    return out;
+  }
+
+  void ClearNomination(const Pod& pod) { nominated_.erase(ObjectKey(pod.meta)); }
+
+  // The victims get DisruptionTarget and a deletion timestamp; they leave the cluster when
+  // CompleteDeletions runs (the caller's model of graceful termination).
+  void Actuate(const std::vector<const Pod*>& victims, const std::string& scheduler_name) {
+    std::set<std::string> keys;
+    for (const Pod* v : victims) {
+      if (v->meta.deletion_timestamp.empty()) keys.insert(ObjectKey(v->meta));
+    }
+    if (keys.empty()) return;
+    auto live = std::make_unique<ObjectSet>(CurrentObjects());
+    for (Pod& p : live->pods) {
+      if (!keys.count(ObjectKey(p.meta))) continue;
+      p.meta.deletion_timestamp = "1970-01-01T00:00:00Z";
+      p.conditions.insert(p.conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
+                                                             StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
+      terminating_.insert(ObjectKey(p.meta));
+    }
+    Rebuild(std::move(live));
+  }
+
+  // The cluster's objects with every pod as the scheduler holds it now: per node in
+  // NodeInfo order (binds of this run included), then the pods no node holds.
+  ObjectSet CurrentObjects() {
+    const ObjectSet& src = objects();
+    ObjectSet out = src;
+    out.pods.clear();
+    const reference::ClusterState& state = DryRunState();
+    std::set<const Pod*> held;
+    for (const reference::NodeInfo& info : state.nodes) {
+      for (const Pod* p : info.pods) {
+        out.pods.push_back(*p);
+        held.insert(p);
+      }
+    }
+    for (const Pod& p : src.pods) {
+      if (!held.count(&p)) out.pods.push_back(p);
+    }
+    return out;
+  }
+
+  // Builds the state of every profile over `objects` (kept alive by the scheduler).
+  absl::Status Build(const ObjectSet& objects) {
+    auto volume_assume = state_.volume_assume;
+    state_ = reference::MakeClusterState(objects, options_.gates);
+    if (volume_assume) state_.volume_assume = volume_assume;  // what Reserve assumed so far stays
+    bound_.clear();
+    evaluators_.clear();
+    for (auto& b : batches_) b->AddStats(&retired_stats_);
+    batches_.clear();
+    if (options_.reference) {
+      for (const Profile& p : config_.profiles) {
+        auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
+        KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
+        evaluators_.push_back(std::move(e));
+      }
+      return absl::OkStatus();
+    }
+    snapshot_ = std::make_unique<engine::Snapshot>(objects, options_.gates);
+    for (const Profile& p : config_.profiles) {
+      std::string error;
+      auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);
+      if (!fw) return absl::InvalidArgumentError(StrCat("profile \"", p.scheduler_name, "\": ", error));
+      fw->Prepare(*snapshot_);
+      evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
+    }
+    if (options_.batch > 1 && !options_.explain) {
+      batches_.resize(evaluators_.size());
+      for (size_t e = 0; e < evaluators_.size(); ++e) RestartBatch(e);
+    }
+    return absl::OkStatus();
+  }
+
+  // Replaces the scheduler's objects after a preemption changed pods. The engine has no
+  // unbind yet, so its columns are built again (O(cluster) once per preemption).
+  void Rebuild(std::unique_ptr<ObjectSet> live) {
+    std::unique_ptr<ObjectSet> old = std::move(live_);
+    live_ = std::move(live);
+    absl::Status s = Build(*live_);
+    if (!s.ok()) throw std::runtime_error(std::string(s.message()));  // the same profiles built before
+    // Nominated copies keep nothing that points into the old objects.
+    old.reset();
+  }
+
+  void RestartBatch(size_t e) {
+    if (batches_.empty()) return;
+    if (batches_[e]) batches_[e]->AddStats(&retired_stats_);
+    batches_[e] = std::make_unique<BatchCycle>(&static_cast<EngineEvaluator*>(evaluators_[e].get())->framework(),
+                                               &order_, options_.batch);
+  }
+
   void Explain(Explanation& ex, const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& s) {
     ex.score_skipped = s.skipped;
     for (size_t k = 0; k < feasible.size(); ++k) {
@@ -438,24 +709,35 @@ class CycleScheduler final : public Scheduler {
       for (auto& e : evaluators_) static_cast<ReferenceEvaluator*>(e.get())->Reserve(pod, host);
       bound_.push_back(pod);
       bound_.back().node_name = cluster_.nodes[host].meta.name;
+      bound_.back().nominated_node_name.clear();
       state_.nodes[host].pods.push_back(&bound_.back());
-      return;
+    } else {
+      const Pod& copy = snapshot_->Bind(pod, host);
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(copy, host);
     }
-    const Pod& copy = snapshot_->Bind(pod, host);
-    for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(copy, host);
+    // Last: `pod` may be the nomination itself.
+    if (!nominated_.empty()) ClearNomination(pod);
   }
 
   const ObjectSet& cluster_;
+  std::unique_ptr<ObjectSet> live_;  // the objects after a preemption changed pods
   SchedulerConfig config_;
   Options options_;
   std::mt19937_64 rng_;
+  std::mt19937_64 preempt_rng_;  // the dry run's start offset (upstream: rand.Int31n)
   std::vector<int32_t> order_;
+  std::unordered_map<std::string, NodeIndex> node_index_;
   int32_t next_start_ = 0;
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
-  std::vector<std::unique_ptr<BatchCycle>> batches_;  // per evaluator, when batched
+  std::vector<std::unique_ptr<ReferenceEvaluator>> dry_;  // per profile: the dry run's plugins
+  std::vector<std::unique_ptr<BatchCycle>> batches_;      // per evaluator, when batched
+  BatchStats retired_stats_;                              // of runs replaced by RestartBatch
   std::unique_ptr<engine::Snapshot> snapshot_;
   reference::ClusterState state_;
+  reference::ClusterState dry_state_;  // the engine's snapshot as the reference sees it
   std::deque<Pod> bound_;
+  std::map<std::string, Pod> nominated_;  // pending pods holding a nomination, by key
+  std::set<std::string> terminating_;     // victims whose deletion is pending
 };
 
 }  // namespace
@@ -471,10 +753,41 @@ std::vector<size_t> QueueOrder(const std::vector<Pod>& pods) {
   return idx;
 }
 
-std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending) {
-  std::vector<Placement> out;
-  out.reserve(pending.size());
-  for (size_t i : QueueOrder(pending)) out.push_back(Schedule(pending[i]));
+std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
+                                             const std::function<void(const Placement&)>& each) {
+  const std::vector<size_t> order = QueueOrder(pending);
+  std::vector<Placement> out(order.size());
+  std::map<std::string, size_t> slot;
+  for (size_t q = 0; q < order.size(); ++q) {
+    const Pod& pod = pending[order[q]];
+    slot[ObjectKey(pod.meta)] = q;
+    if (!pod.nominated_node_name.empty() && pod.node_name.empty()) Nominate(pod);
+  }
+  std::vector<size_t> queue(order.size());
+  std::iota(queue.begin(), queue.end(), 0);
+  std::vector<int32_t> attempts(order.size(), 0);
+  while (!queue.empty()) {
+    std::vector<size_t> failed;
+    bool preempted = false;
+    for (size_t q : queue) {
+      Placement p = Schedule(pending[order[q]]);
+      if (each) each(p);
+      if (p.node.empty()) failed.push_back(q);
+      bool preempts = p.preemption && !p.preemption->victims.empty();
+      preempted = preempted || preempts;
+      // A retry that did not preempt keeps the record of the preemption that led to it.
+      if (!preempts && out[q].preemption && !out[q].preemption->victims.empty()) p.preemption = out[q].preemption;
+      p.attempts = ++attempts[q];
+      out[q] = std::move(p);
+    }
+    if (!preempted) break;
+    // The victims' deletion completes; every pod that failed in the round is tried again.
+    for (const std::string& gone : CompleteDeletions()) {
+      auto it = slot.find(gone);
+      if (it != slot.end()) out[it->second].preempted = true;
+    }
+    queue = std::move(failed);
+  }
   return out;
 }
 

@@ -112,7 +112,8 @@ TEST_F(ScheduleCliTest, GpuTaintTakesOnlyToleratingPods) {
   EXPECT_EQ(by_pod["default/web-0"]["node"], "cpu-1");
   EXPECT_TRUE(by_pod["default/web-1"]["node"].is_null());
   EXPECT_EQ(by_pod["default/web-1"]["message"],
-            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).");
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s). preemption: 0/2 nodes "
+            "are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.");
   EXPECT_EQ(by_pod["default/trainer"]["node"], "gpu-1");
 }
 
@@ -121,7 +122,10 @@ TEST_F(ScheduleCliTest, TooBigPodStaysPendingWithAggregatedReason) {
   json out;
   ASSERT_EQ(Run({"schedule", "--cluster", Write("c.json", List(nodes)), "--pods", Write("p.json", List(json::array({Pod("huge", "64")})))}, &out), 0);
   EXPECT_TRUE(out["placements"][0]["node"].is_null());
-  EXPECT_EQ(out["placements"][0]["message"], "0/3 nodes are available: 3 Insufficient cpu.");
+  // More cpu than any node has: unresolvable, so no node is worth a dry run.
+  EXPECT_EQ(out["placements"][0]["message"],
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not "
+            "helpful for scheduling.");
   EXPECT_EQ(out["summary"]["unschedulable"], 1);
 }
 
@@ -237,11 +241,83 @@ TEST_F(ScheduleCliTest, ExplainNamesTheVolumeReasonPerNode) {
     EXPECT_EQ(out["placements"][0]["node"], "a");
     EXPECT_EQ(verdicts[0], (std::map<std::string, json>{{"a", "passed"}, {"b", {no_pv}}, {"c", {no_pv}}}));
     EXPECT_TRUE(out["placements"][1]["node"].is_null());
-    EXPECT_EQ(out["placements"][1]["message"], "0/3 nodes are available: 3 " + no_pv + ".");
+    EXPECT_EQ(out["placements"][1]["message"], "0/3 nodes are available: 3 " + no_pv +
+                                                   ". preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.");
     EXPECT_EQ(verdicts[1], (std::map<std::string, json>{{"a", {no_pv}}, {"b", {no_pv}}, {"c", {no_pv}}}));
     EXPECT_EQ(out["placements"][2]["node"], "b");
     EXPECT_EQ(verdicts[2], (std::map<std::string, json>{{"a", {conflict}}, {"b", "passed"}, {"c", {conflict}}}));
   }
+}
+
+// The real scheduler's messages in the k3s support bundle are the oracle.
+TEST_F(ScheduleCliTest, K3sPendingPodsGetTheRealSchedulersMessage) {
+  fs::path dir = fs::path(KPLACE_SHARED_DIR) / "realworld";
+  if (!fs::exists(dir / "k3s-v1.33-pods-default.json")) GTEST_SKIP() << "no k3s dump";
+  std::map<std::string, std::string> real;
+  json pods = json::parse(std::ifstream(dir / "k3s-v1.33-pods-default.json"));
+  for (const json& p : pods["items"]) {
+    for (const json& c : p["status"].value("conditions", json::array())) {
+      if (c["type"] == "PodScheduled" && c["status"] == "False") {
+        real[p["metadata"]["namespace"].get<std::string>() + "/" + p["metadata"]["name"].get<std::string>()] = c["message"];
+      }
+    }
+  }
+  ASSERT_EQ(real.size(), 2u);
+  for (const char* engine : {"--backend=omp", "--reference"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", (dir / "k3s-v1.33-nodes.json").string(), "--cluster",
+                   (dir / "k3s-v1.33-pods-default.json").string(), "--cluster",
+                   (dir / "k3s-v1.33-pods-kube-system.json").string(), engine},
+                  &out),
+              0);
+    ASSERT_EQ(out["placements"].size(), 2u) << engine;
+    for (const json& p : out["placements"]) EXPECT_EQ(p["message"], real.at(p["pod"])) << engine;
+  }
+}
+
+// A high-priority pod preempts on the node whose victims matter least, its victims leave,
+// and it is placed there when tried again; a PDB steers the choice.
+TEST_F(ScheduleCliTest, PreemptionNominatesEvictsAndPlacesOnRetry) {
+  auto victim = [&](const std::string& name, const std::string& node, int priority, const std::string& app) {
+    json p = Pod(name, "3", {{"nodeName", node}, {"priority", priority}});
+    p["metadata"]["labels"] = {{"app", app}};
+    return p;
+  };
+  json cluster = List(json::array(
+      {Node("a"), Node("b"), victim("low-a", "a", 1, "guarded"), victim("low-b", "b", 5, "free"),
+       {{"kind", "PodDisruptionBudget"},
+        {"metadata", {{"name", "guard"}, {"namespace", "default"}}},
+        {"spec", {{"selector", {{"matchLabels", {{"app", "guarded"}}}}}}},
+        {"status", {{"disruptionsAllowed", 0}}}},
+       {{"kind", "PriorityClass"}, {"metadata", {{"name", "urgent"}}}, {"value", 1000}}}));
+  json urgent = Pod("urgent", "2", {{"priorityClassName", "urgent"}});
+  json filler = Pod("filler", "1", {{"priority", 0}});
+  for (const char* engine : {"--backend=omp", "--reference"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", Write("c.json", cluster), "--pods", Write("p.json", List(json::array({urgent, filler}))),
+                   engine},
+                  &out),
+              0);
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+    const json& u = by_pod["default/urgent"];
+    // low-a is protected by a PDB with no disruptions left: b's victim is preempted instead.
+    EXPECT_EQ(u["nominatedNode"], "b") << engine;
+    EXPECT_EQ(u["victims"], json::array({"default/low-b"})) << engine;
+    EXPECT_EQ(u["node"], "b") << engine;
+    EXPECT_EQ(u["attempts"], 2) << engine;
+    // The filler fits beside low-a on a; b's freed room goes to the preemptor first.
+    EXPECT_EQ(by_pod["default/filler"]["node"], "a") << engine;
+    EXPECT_EQ(out["summary"]["scheduled"], 2) << engine;
+  }
+}
+
+TEST_F(ScheduleCliTest, UnknownPriorityClassNamesPodAndClass) {
+  json out;
+  EXPECT_EQ(Run({"schedule", "--cluster", Write("c.json", List(json::array({Node("a")}))), "--pods",
+                 Write("p.json", List(json::array({Pod("p", "1", {{"priorityClassName", "gold"}})})))},
+                &out),
+            1);
 }
 
 }  // namespace

@@ -457,7 +457,9 @@ TEST(BatchTest, HostPortsOnePodPerNode) {
   BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "host ports");
   ASSERT_EQ(c.pods, 60);
   EXPECT_EQ(DistinctNodes(c.batched), 40u);
-  EXPECT_EQ(c.batched.back().message, "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports.");
+  EXPECT_EQ(c.batched.back().message,
+            "0/40 nodes are available: 40 node(s) didn't have free ports for the requested pod ports. preemption: 0/40 "
+            "nodes are available: 40 No preemption victims found for incoming pod.");
 }
 
 TEST(BatchTest, PluginsWithoutFilterNodesMatchPerPod) {
@@ -490,7 +492,9 @@ TEST(BatchTest, RestrictedCandidatesAndExplainStayPerPod) {
   BatchComparison c = ExpectSame(s, TwoProfiles(engine::Backend::kOmp, 0), Options{}, "restricted");
   ASSERT_EQ(c.pods, 10);
   EXPECT_EQ(c.batched.back().message,
-            "0/30 nodes are available: 27 node(s) didn't satisfy plugin(s) [NodeAffinity], 3 Insufficient cpu.");
+            "0/30 nodes are available: 27 node(s) didn't satisfy plugin(s) [NodeAffinity], 3 Insufficient cpu. "
+            "preemption: 0/30 nodes are available: 27 Preemption is not helpful for scheduling, 3 No preemption "
+            "victims found for incoming pod.");
 
   Options explain;
   explain.explain = true;
@@ -565,7 +569,9 @@ TEST(BatchTest, TenThousandPlainPodsInOneRun) {
     ASSERT_EQ(c.batched.size(), static_cast<size_t>(k.pods)) << what;
     EXPECT_EQ(Placed(c.batched), std::min<int64_t>(k.pods, 40LL * k.nodes)) << what;
     if (k.pods > 40LL * k.nodes) {
-      EXPECT_EQ(c.batched.back().message, StrCat("0/", k.nodes, " nodes are available: ", k.nodes, " Insufficient cpu."))
+      EXPECT_EQ(c.batched.back().message,
+                StrCat("0/", k.nodes, " nodes are available: ", k.nodes, " Insufficient cpu. preemption: 0/", k.nodes,
+                       " nodes are available: ", k.nodes, " No preemption victims found for incoming pod."))
           << what;
     }
   }

@@ -1,11 +1,15 @@
 #include "kplace/cycle/preemption.h"
 
+#include <cstdlib>
 #include <memory>
+#include <random>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
 
@@ -205,6 +209,122 @@ TEST(PreemptionSelectTest, TieBreaksInOrder) {
   // Complete tie: the first found.
   EXPECT_EQ(SelectCandidate({cand(3, {&p1}, 0), cand(4, {&p1}, 0)}), 0);
   EXPECT_EQ(SelectCandidate({}), -1);
+}
+
+// ---- the whole cycle: engine (per pod and batched) against the reference ----------------
+
+struct RandomCluster {
+  ObjectSet cluster;
+  std::vector<Pod> pending;
+};
+
+RandomCluster MakeRandomCluster(uint64_t seed, int32_t nodes) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const int32_t kPriorities[] = {-10, 0, 1, 5, 10, 100};
+  static const char* kApps[] = {"a", "b", "c"};
+  RandomCluster r;
+  for (int32_t i = 0; i < nodes; ++i) {
+    Node n = MakeNode(StrCat("n", i), std::to_string(2 + pick(4)));
+    n.meta.labels = {{"kubernetes.io/hostname", n.meta.name}, {"topology.kubernetes.io/zone", StrCat("z", pick(3))}};
+    r.cluster.nodes.push_back(std::move(n));
+  }
+  int32_t existing = nodes * 4;  // most nodes full: pending pods must preempt
+  for (int32_t k = 0; k < existing; ++k) {
+    Pod p = MakePod(StrCat("e", k), StrCat("n", pick(nodes)), kPriorities[pick(6)], pick(3) ? "1" : "500m",
+                    pick(4) ? std::optional<int64_t>(100 + pick(50)) : std::nullopt, {{"app", kApps[pick(3)]}});
+    r.cluster.pods.push_back(std::move(p));
+  }
+  for (const char* app : {"a", "b"}) r.cluster.pdbs.push_back(MakePdb(app, pick(3)));
+  for (int32_t k = 0; k < std::max(8, nodes / 2); ++k) {
+    Pod p = MakePod(StrCat("q", k), "", kPriorities[pick(6)] + pick(2), std::to_string(1 + pick(3)),
+                    std::nullopt, {{"app", kApps[pick(3)]}});
+    if (pick(8) == 0) p.preemption_policy = "Never";
+    if (pick(6) == 0) {  // required anti-affinity to its own app per node
+      PodAffinityTerm t;
+      t.label_selector = LabelSelector{{{"app", p.meta.labels["app"]}}, {}};
+      t.topology_key = "kubernetes.io/hostname";
+      p.affinity.emplace().pod_anti_affinity.emplace().required.push_back(t);
+    }
+    if (pick(6) == 0) {
+      TopologySpreadConstraint c;
+      c.max_skew = 1;
+      c.topology_key = "topology.kubernetes.io/zone";
+      c.when_unsatisfiable = "DoNotSchedule";
+      c.label_selector = LabelSelector{{{"app", p.meta.labels["app"]}}, {}};
+      p.topology_spread_constraints.push_back(c);
+    }
+    r.pending.push_back(std::move(p));
+  }
+  // Runs of identical pods, so batched runs start and stop at preempting pods.
+  for (int k = 0; k < 6; ++k) {
+    Pod p = r.pending[0];
+    p.meta.name = p.meta.uid = StrCat("rep", k);
+    r.pending.push_back(std::move(p));
+  }
+  return r;
+}
+
+std::string Describe(const Placement& p) {
+  std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, " attempts=", p.attempts,
+                           p.preempted ? " preempted" : "");
+  if (p.preemption) {
+    out += StrCat(" nominated=", p.preemption->nominated_node, " victims=");
+    for (const std::string& v : p.preemption->victims) out += v + ",";
+  }
+  return out;
+}
+
+int32_t SoakScale() {
+  const char* v = std::getenv("KPLACE_SOAK");
+  return v && *v && std::string(v) != "0" ? 1 : 0;
+}
+
+TEST(PreemptionCycleTest, EngineMatchesReferenceRandomized) {
+  // ctest: clusters to 300 nodes (a few seconds); KPLACE_SOAK=1 adds 1,000 and 5,000.
+  std::vector<int32_t> sizes = {20, 50, 120, 300};
+  if (SoakScale()) sizes.insert(sizes.end(), {1000, 5000});
+  int64_t preemptions = 0, victims = 0;
+  for (size_t t = 0; t < sizes.size(); ++t) {
+    for (uint64_t seed = 1; seed <= (sizes[t] >= 300 ? 1u : 4u); ++seed) {
+      RandomCluster rc = MakeRandomCluster(seed * 7919 + t, sizes[t]);
+      SchedulerConfig config = DefaultSchedulerConfig();
+      std::vector<std::vector<Placement>> runs;
+      std::vector<int32_t> starts;
+      for (int side = 0; side < 3; ++side) {
+        Options o;
+        o.reference = side == 0;
+        o.batch = side == 2 ? kDefaultBatch : 1;
+        auto s = Scheduler::Create(rc.cluster, config, o);
+        ASSERT_TRUE(s.ok()) << s.status();
+        runs.push_back((*s)->ScheduleAll(rc.pending));
+        starts.push_back((*s)->next_start_index());
+      }
+      std::string what = StrCat(sizes[t], " nodes, seed ", seed);
+      for (int side = 1; side < 3; ++side) {
+        ASSERT_EQ(runs[side].size(), runs[0].size()) << what;
+        for (size_t k = 0; k < runs[0].size(); ++k) {
+          ASSERT_EQ(Describe(runs[side][k]), Describe(runs[0][k])) << what << (side == 1 ? " per pod" : " batched");
+        }
+        EXPECT_EQ(starts[side], starts[0]) << what;
+      }
+      // Whatever the engine, a victim always has a lower priority than its preemptor.
+      std::map<std::string, int32_t> priority;
+      for (const Pod& p : rc.cluster.pods) priority[ObjectKey(p.meta)] = PodPriority(p);
+      for (const Pod& p : rc.pending) priority[ObjectKey(p.meta)] = PodPriority(p);
+      for (const Placement& p : runs[0]) {
+        if (!p.preemption || p.preemption->victims.empty()) continue;
+        ++preemptions;
+        for (const std::string& v : p.preemption->victims) {
+          EXPECT_LT(priority.at(v), priority.at(p.pod)) << what << ": " << Describe(p);
+          ++victims;
+        }
+      }
+    }
+  }
+  // The inputs must exercise what they test.
+  EXPECT_GT(preemptions, 10);
+  EXPECT_GT(victims, preemptions);
 }
 
 }  // namespace

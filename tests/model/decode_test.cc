@@ -257,14 +257,14 @@ TEST(DecodeTest, BadPreemptionFieldsNameTheField) {
     const char* want;
   };
   const Bad cases[] = {
-      {"{kind: Pod, metadata: {name: p}, spec: {preemptionPolicy: Sometimes}}",
+      {"kind: Pod\nmetadata: {name: p}\nspec: {preemptionPolicy: Sometimes}",
        "pods.yaml: Pod default/p: spec.preemptionPolicy: Unsupported value: \"Sometimes\""},
-      {"{kind: Pod, metadata: {name: p}, status: {startTime: yesterday}}",
+      {"kind: Pod\nmetadata: {name: p}\nstatus: {startTime: yesterday}",
        "pods.yaml: Pod default/p: status.startTime: invalid time \"yesterday\""},
-      {"{kind: PodDisruptionBudget, metadata: {name: b}, status: {disruptionsAllowed: -1}}",
+      {"kind: PodDisruptionBudget\nmetadata: {name: b}\nstatus: {disruptionsAllowed: -1}",
        "pods.yaml: PodDisruptionBudget default/b: status.disruptionsAllowed: must be greater than or equal to 0"},
-      {"{kind: PriorityClass, metadata: {name: c}}", "pods.yaml: PriorityClass c: value: Required value"},
-      {"{kind: PriorityClass, metadata: {name: c}, value: 99999999999}",
+      {"kind: PriorityClass\nmetadata: {name: c}", "pods.yaml: PriorityClass c: value: Required value"},
+      {"kind: PriorityClass\nmetadata: {name: c}\nvalue: 99999999999",
        "pods.yaml: PriorityClass c: value: integer out of range"},
   };
   for (const Bad& b : cases) {

@@ -622,7 +622,9 @@ TEST(VolumeBindingTest, CyclesRememberWhatEarlierPodsReserved) {
     EXPECT_EQ(out[0].node, "n0") << side;
     EXPECT_EQ(out[1].node, "") << side;
     EXPECT_EQ(out[1].code, Code::kUnschedulable) << side;
-    EXPECT_EQ(out[1].message, "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind.")
+    EXPECT_EQ(out[1].message,
+              "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. preemption: 0/3 "
+              "nodes are available: 3 Preemption is not helpful for scheduling.")
         << side;
     EXPECT_EQ(out[2].node, "n0") << side;
     ASSERT_TRUE(out[3].node == "n0" || out[3].node == "n1") << side << ": " << out[3].node;

@@ -60,6 +60,10 @@ class DryRunHost {
 /** A pod's priority: spec.priority, 0 when unset. */
 inline int32_t PodPriority(const Pod& pod) { return pod.priority.value_or(0); }
 
+/** The same pod: the same object, UID or namespace/name (upstream compares UIDs; kplace's
+ *  inputs may leave them out). */
+bool SamePod(const Pod& a, const Pod& b);
+
 /** True when the pod is terminating because the scheduler preempted it: a deletion
  *  timestamp and a first DisruptionTarget condition True with reason PreemptionByScheduler. */
 bool TerminatingByPreemption(const Pod& pod);

@@ -3,7 +3,10 @@
 // a moving start index, numFeasibleNodesToFind, scoring, tie-breaking and binding, on the
 // engine (a backend) or on the scalar reference.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -61,6 +64,19 @@ struct Explanation {
   std::vector<NodeExplanation> nodes;  // in scan order as visited
 };
 
+/** What DefaultPreemption did for a pod that fit nowhere. */
+struct PreemptionOutcome {
+  std::string nominated_node;        // "" when no candidate was found
+  std::vector<std::string> victims;  // namespace/name of the pods preempted, most important first
+  struct Candidate {
+    std::string node;
+    std::vector<std::string> victims;
+    int64_t pdb_violations = 0;
+  };
+  std::vector<Candidate> candidates;            // the dry run's, in the order found
+  std::map<std::string, std::string> rejected;  // nodes tried that are no candidate -> why
+};
+
 struct Placement {
   std::string pod;   // namespace/name
   std::string node;  // "" when not placed
@@ -69,6 +85,10 @@ struct Placement {
   int32_t feasible = 0;  // feasible nodes found
   int64_t score = 0;     // total score of the chosen node (0 when not scored)
   std::shared_ptr<Explanation> explanation;  // when Options::explain
+  /** When DefaultPreemption ran for this pod (in ScheduleAll: the attempt that preempted). */
+  std::optional<PreemptionOutcome> preemption;
+  int32_t attempts = 1;    // cycles ScheduleAll ran for the pod
+  bool preempted = false;  // ScheduleAll placed it, then a later pod preempted it
 };
 
 class Scheduler {
@@ -83,8 +103,23 @@ class Scheduler {
   /** One scheduling cycle; a placed pod is bound before this returns. */
   virtual Placement Schedule(const Pod& pod) = 0;
   /** Schedules `pending` in PrioritySort order (priority, then creation time, then input
-   *  order); results come back in that order. */
-  std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending);
+   *  order); results come back in that order, one per pod, each its last attempt's.
+   *  Nominations in the pods' status.nominatedNodeName are honoured. Preemption: a pod's
+   *  victims terminate while the rest of the queue is tried (they still hold their
+   *  resources; the preemptor's nomination counts on its node for pods of no higher
+   *  priority); then their deletion completes and every pod that failed in that pass is
+   *  tried again, in queue order, until a pass preempts nothing (docs/preemption.md).
+   *  `each` sees every attempt as it is made. */
+  std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending,
+                                     const std::function<void(const Placement&)>& each = {});
+  /** Records `pod` as pending with the nomination in its status.nominatedNodeName (none:
+   *  clears it). Schedule uses a pod's recorded nomination in place of its own status. */
+  virtual void Nominate(const Pod& pod) = 0;
+  /** The recorded nomination of the pod with key namespace/name; null when none. */
+  virtual const Pod* Nomination(const std::string& key) const = 0;
+  /** The deletion of the pods preemption made terminate completes: they leave the cluster.
+   *  Returns their keys. */
+  virtual std::vector<std::string> CompleteDeletions() = 0;
   virtual int32_t next_start_index() const = 0;
   /** Zeros when not batched. */
   virtual BatchStats batch_stats() const = 0;
