@@ -105,29 +105,38 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   out.end_seconds.reserve(pods.size());
   std::vector<double> latencies, done;
   latencies.reserve(pods.size());
-  std::vector<size_t> order = cycle::QueueOrder(pods);
+  const size_t total = pods.size();
   const double cpu0 = ProcessCpuSeconds();
   auto start = Clock::now();
   auto last_report = start;
-  for (size_t k = 0; k < order.size(); ++k) {
-    auto t0 = Clock::now();
-    out.placements.push_back(scheduler->Schedule(pods[order[k]]));
+  auto t0 = start;
+  int64_t attempted = 0;
+  // One cycle per call; a preemptor's later attempts (after its victims are gone) count as
+  // cycles too, and the pod counts as scheduled when one of them places it.
+  std::vector<cycle::Placement> placements = scheduler->ScheduleAll(pods, [&](const cycle::Placement& p) {
     auto t1 = Clock::now();
     latencies.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     double at = Seconds(t1 - start);
     out.end_seconds.push_back(at);
-    if (!out.placements.back().node.empty()) {
+    ++attempted;
+    if (!p.node.empty()) {
       ++stats->scheduled;
       done.push_back(at);
     }
     if (bench.progress && t1 - last_report > std::chrono::seconds(2)) {
-      bench.progress(stats->side, static_cast<int64_t>(k + 1), static_cast<int64_t>(order.size()));
+      bench.progress(stats->side, std::min<int64_t>(attempted, static_cast<int64_t>(total)), static_cast<int64_t>(total));
       last_report = t1;
     }
-    if (budget > 0 && at > budget && k + 1 < order.size()) {
+    t0 = Clock::now();
+    if (budget > 0 && at > budget && attempted < static_cast<int64_t>(total)) {
       stats->capped = true;
-      break;
+      return false;
     }
+    return true;
+  });
+  for (cycle::Placement& p : placements) {
+    if (p.attempts == 0) break;  // not tried before the budget ran out
+    out.placements.push_back(std::move(p));
   }
   stats->seconds = Seconds(Clock::now() - start);
   stats->batch = scheduler->batch_stats();

@@ -389,6 +389,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
       if (order.size() >= 1000 && ++attempts % 1000 == 0) {
         std::fprintf(stderr, "kplace schedule: %zu cycles for %zu pods\n", attempts, order.size());
       }
+      return true;
     });
   }
 

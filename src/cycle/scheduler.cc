@@ -284,18 +284,17 @@ class CycleScheduler final : public Scheduler {
   std::vector<std::string> CompleteDeletions() override {
     std::vector<std::string> gone;
     if (terminating_.empty()) return gone;
-    auto live = std::make_unique<ObjectSet>(CurrentObjects());
-    auto& pods = live->pods;
-    for (auto it = pods.begin(); it != pods.end();) {
-      if (terminating_.count(ObjectKey(it->meta))) {
-        gone.push_back(ObjectKey(it->meta));
-        it = pods.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    SyncLive();
+    auto& pods = live_->pods;
+    pods.erase(std::remove_if(pods.begin(), pods.end(),
+                              [&](const Pod& p) {
+                                if (!terminating_.count(ObjectKey(p.meta))) return false;
+                                gone.push_back(ObjectKey(p.meta));
+                                return true;
+                              }),
+               pods.end());
     terminating_.clear();
-    Rebuild(std::move(live));
+    Rebuild();
     return gone;
   }
 
@@ -589,35 +588,27 @@ class CycleScheduler final : public Scheduler {
       if (v->meta.deletion_timestamp.empty()) keys.insert(ObjectKey(v->meta));
     }
     if (keys.empty()) return;
-    auto live = std::make_unique<ObjectSet>(CurrentObjects());
-    for (Pod& p : live->pods) {
+    SyncLive();
+    for (Pod& p : live_->pods) {
       if (!keys.count(ObjectKey(p.meta))) continue;
       p.meta.deletion_timestamp = "1970-01-01T00:00:00Z";
       p.conditions.insert(p.conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
                                                              StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
       terminating_.insert(ObjectKey(p.meta));
     }
-    Rebuild(std::move(live));
+    Rebuild();
   }
 
-  // The cluster's objects with every pod as the scheduler holds it now: per node in
-  // NodeInfo order (binds of this run included), then the pods no node holds.
-  ObjectSet CurrentObjects() {
-    const ObjectSet& src = objects();
-    ObjectSet out = src;
-    out.pods.clear();
-    const reference::ClusterState& state = DryRunState();
-    std::set<const Pod*> held;
-    for (const reference::NodeInfo& info : state.nodes) {
-      for (const Pod* p : info.pods) {
-        out.pods.push_back(*p);
-        held.insert(p);
-      }
+  // Makes live_ hold every pod the scheduler holds: the input's objects (copied once), then
+  // the pods bound since the last build in bind order, which keeps each node's pods in
+  // NodeInfo order when the state is built from it again.
+  void SyncLive() {
+    if (!live_) live_ = std::make_unique<ObjectSet>(cluster_);
+    if (options_.reference) {
+      for (const Pod& p : bound_) live_->pods.push_back(p);
+    } else {
+      for (const Pod& p : snapshot_->bound()) live_->pods.push_back(p);
     }
-    for (const Pod& p : src.pods) {
-      if (!held.count(&p)) out.pods.push_back(p);
-    }
-    return out;
   }
 
   // Builds the state of every profile over `objects` (kept alive by the scheduler).
@@ -652,15 +643,11 @@ class CycleScheduler final : public Scheduler {
     return absl::OkStatus();
   }
 
-  // Replaces the scheduler's objects after a preemption changed pods. The engine has no
+  // Builds everything again over live_ after a preemption changed its pods. The engine has no
   // unbind yet, so its columns are built again (O(cluster) once per preemption).
-  void Rebuild(std::unique_ptr<ObjectSet> live) {
-    std::unique_ptr<ObjectSet> old = std::move(live_);
-    live_ = std::move(live);
+  void Rebuild() {
     absl::Status s = Build(*live_);
     if (!s.ok()) throw std::runtime_error(std::string(s.message()));  // the same profiles built before
-    // Nominated copies keep nothing that points into the old objects.
-    old.reset();
   }
 
   void RestartBatch(size_t e) {
@@ -754,9 +741,10 @@ std::vector<size_t> QueueOrder(const std::vector<Pod>& pods) {
 }
 
 std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
-                                             const std::function<void(const Placement&)>& each) {
+                                             const std::function<bool(const Placement&)>& each) {
   const std::vector<size_t> order = QueueOrder(pending);
   std::vector<Placement> out(order.size());
+  for (size_t q = 0; q < order.size(); ++q) out[q].attempts = 0;
   std::map<std::string, size_t> slot;
   for (size_t q = 0; q < order.size(); ++q) {
     const Pod& pod = pending[order[q]];
@@ -769,9 +757,10 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
   while (!queue.empty()) {
     std::vector<size_t> failed;
     bool preempted = false;
+    bool stop = false;
     for (size_t q : queue) {
       Placement p = Schedule(pending[order[q]]);
-      if (each) each(p);
+      stop = each && !each(p);
       if (p.node.empty()) failed.push_back(q);
       bool preempts = p.preemption && !p.preemption->victims.empty();
       preempted = preempted || preempts;
@@ -779,8 +768,9 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
       if (!preempts && out[q].preemption && !out[q].preemption->victims.empty()) p.preemption = out[q].preemption;
       p.attempts = ++attempts[q];
       out[q] = std::move(p);
+      if (stop) break;
     }
-    if (!preempted) break;
+    if (!preempted || stop) break;
     // The victims' deletion completes; every pod that failed in the round is tried again.
     for (const std::string& gone : CompleteDeletions()) {
       auto it = slot.find(gone);

@@ -109,9 +109,10 @@ class Scheduler {
    *  resources; the preemptor's nomination counts on its node for pods of no higher
    *  priority); then their deletion completes and every pod that failed in that pass is
    *  tried again, in queue order, until a pass preempts nothing (docs/preemption.md).
-   *  `each` sees every attempt as it is made. */
+   *  `each` sees every attempt as it is made; when it returns false, scheduling stops there
+   *  and pods not tried yet keep attempts == 0. */
   std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending,
-                                     const std::function<void(const Placement&)>& each = {});
+                                     const std::function<bool(const Placement&)>& each = {});
   /** Records `pod` as pending with the nomination in its status.nominatedNodeName (none:
    *  clears it). Schedule uses a pod's recorded nomination in place of its own status. */
   virtual void Nominate(const Pod& pod) = 0;

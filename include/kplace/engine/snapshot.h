@@ -59,6 +59,8 @@ class Snapshot {
   /** Interned name id per node. */
   const std::vector<int32_t>& node_name_ids() const { return node_name_ids_; }
 
+  /** The pods Bind recorded, in bind order. */
+  const std::deque<Pod>& bound() const { return bound_; }
   /** Records `pod` as bound to node `i` (a copy is kept) and returns it. */
   const Pod& Bind(const Pod& pod, NodeIndex i);
 
