@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -14,6 +15,7 @@
 #include "kplace/cli/flags.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
+#include "kplace/cycle/preemption.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
@@ -99,12 +101,22 @@ json PlacementJson(const cycle::Placement& p, bool explain, const std::vector<st
   if (explain && p.preemption) {
     json candidates = json::array();
     for (const cycle::PreemptionOutcome::Candidate& c : p.preemption->candidates) {
-      candidates.push_back({{"node", c.node}, {"victims", c.victims}, {"pdbViolations", c.pdb_violations}});
+      // The criteria as a person reads them (lower is better for all but the start time).
+      json criteria = json::object();
+      for (size_t k = 0; k + 1 < c.scores.size(); ++k) criteria[cycle::kCandidateCriteria[k]] = -c.scores[k];
+      if (!c.scores.empty()) {  // nanoseconds since the epoch; "now" for victims without a start time
+        int64_t start = c.scores.back();
+        criteria[cycle::kCandidateCriteria[c.scores.size() - 1]] =
+            start == std::numeric_limits<int64_t>::max() ? json("now") : json(start);
+      }
+      candidates.push_back({{"node", c.node}, {"victims", c.victims}, {"pdbViolations", c.pdb_violations},
+                            {"criteria", criteria}});
     }
     j["postFilter"] = {{"plugin", "DefaultPreemption"},
                        {"candidates", candidates},
                        {"rejected", p.preemption->rejected},
                        {"chosen", p.preemption->nominated_node.empty() ? json(nullptr) : json(p.preemption->nominated_node)}};
+    if (p.preemption->candidates.size() > 1) j["postFilter"]["decidedBy"] = p.preemption->decided_by;
   }
   if (explain && p.explanation) {
     json nodes = json::array();

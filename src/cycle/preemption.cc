@@ -195,38 +195,50 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
   return out;
 }
 
-int32_t SelectCandidate(const std::vector<Candidate>& candidates) {
+int64_t CandidateScore(const Candidate& c, int32_t criterion) {
+  switch (criterion) {
+    case 0:
+      return -c.num_pdb_violations;
+    case 1:
+      return -static_cast<int64_t>(PodPriority(*c.victims[0]));
+    case 2: {
+      // 2^31 is added to every priority so that more victims of negative priority never win.
+      int64_t sum = 0;
+      for (const Pod* p : c.victims) sum += static_cast<int64_t>(PodPriority(*p)) + (int64_t{1} << 31);
+      return -sum;
+    }
+    case 3:
+      return -static_cast<int64_t>(c.victims.size());
+    default:
+      return EarliestStartOfHighest(c.victims);
+  }
+}
+
+int32_t SelectCandidate(const std::vector<Candidate>& candidates, int32_t* decided_by) {
+  if (decided_by) *decided_by = 0;
   if (candidates.empty()) return -1;
   std::vector<int32_t> left(candidates.size());
   std::iota(left.begin(), left.end(), 0);
   if (left.size() == 1) return 0;
-  // Each criterion scores a candidate (higher is better) and keeps the best; the next one
-  // breaks what is still tied.
-  const std::function<int64_t(const Candidate&)> criteria[] = {
-      [](const Candidate& c) { return -c.num_pdb_violations; },
-      [](const Candidate& c) { return -static_cast<int64_t>(PodPriority(*c.victims[0])); },
-      [](const Candidate& c) {
-        int64_t sum = 0;
-        for (const Pod* p : c.victims) sum += static_cast<int64_t>(PodPriority(*p)) + (int64_t{1} << 31);
-        return -sum;
-      },
-      [](const Candidate& c) { return -static_cast<int64_t>(c.victims.size()); },
-      [](const Candidate& c) { return EarliestStartOfHighest(c.victims); },
-  };
-  for (const auto& score : criteria) {
+  // Each criterion keeps the best candidates; the next one breaks what is still tied.
+  for (int32_t c = 0; c < kNumCandidateCriteria; ++c) {
     std::vector<int32_t> best;
     int64_t max = std::numeric_limits<int64_t>::min();
     for (int32_t i : left) {
-      int64_t s = score(candidates[i]);
+      int64_t s = CandidateScore(candidates[i], c);
       if (s > max) {
         max = s;
         best.clear();
       }
       if (s == max) best.push_back(i);
     }
-    if (best.size() == 1) return best[0];
+    if (best.size() == 1) {
+      if (decided_by) *decided_by = c;
+      return best[0];
+    }
     left = std::move(best);
   }
+  if (decided_by) *decided_by = kNumCandidateCriteria;
   return left[0];
 }
 
@@ -319,7 +331,7 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
     }
     candidates = std::move(kept);
   }
-  int32_t best = SelectCandidate(candidates);
+  int32_t best = SelectCandidate(candidates, &out.decided_by);
   if (best < 0) {
     out.status = PluginStatus::Make(Code::kUnschedulable, "no candidate node for preemption");
     return out;

@@ -554,10 +554,12 @@ class CycleScheduler final : public Scheduler {
     if (r.status.code == Code::kError) out.code = Code::kError;
     PreemptionOutcome& po = out.preemption.emplace();
     for (const Candidate& c : r.candidates) {
-      PreemptionOutcome::Candidate pc{objects().nodes[c.node].meta.name, {}, c.num_pdb_violations};
+      PreemptionOutcome::Candidate pc{objects().nodes[c.node].meta.name, {}, c.num_pdb_violations, {}};
       for (const Pod* v : c.victims) pc.victims.push_back(ObjectKey(v->meta));
+      for (int32_t k = 0; k < kNumCandidateCriteria; ++k) pc.scores.push_back(CandidateScore(c, k));
       po.candidates.push_back(std::move(pc));
     }
+    po.decided_by = r.decided_by < kNumCandidateCriteria ? kCandidateCriteria[r.decided_by] : "first found";
     for (const auto& [node, st] : r.dry_run_statuses.nodes) po.rejected[node] = st.Message();
     if (!r.has_result) return out;
     if (!r.status.IsSuccess()) {

@@ -310,6 +310,22 @@ TEST_F(ScheduleCliTest, PreemptionNominatesEvictsAndPlacesOnRetry) {
     EXPECT_EQ(by_pod["default/filler"]["node"], "a") << engine;
     EXPECT_EQ(out["summary"]["scheduled"], 2) << engine;
   }
+  // explain says what the dry run found and why b won.
+  json out;
+  ASSERT_EQ(Run({"explain", "--cluster", Write("c.json", cluster), "--pods", Write("p.json", List(json::array({urgent, filler})))},
+                &out),
+            0);
+  const json& pf = out["placements"][0]["postFilter"];
+  EXPECT_EQ(pf["chosen"], "b");
+  EXPECT_EQ(pf["decidedBy"], "fewest PDB violations");
+  ASSERT_EQ(pf["candidates"].size(), 2u);
+  std::map<std::string, json> cands;
+  for (const json& c : pf["candidates"]) cands[c["node"]] = c;
+  EXPECT_EQ(cands["a"]["pdbViolations"], 1);
+  EXPECT_EQ(cands["a"]["victims"], json::array({"default/low-a"}));
+  EXPECT_EQ(cands["b"]["criteria"]["lowest highest victim priority"], 5);
+  EXPECT_EQ(cands["b"]["criteria"]["lowest victim priority sum"], 5 + (int64_t{1} << 31));
+  EXPECT_EQ(cands["b"]["criteria"]["latest start of the highest-priority victims"], "now");
 }
 
 TEST_F(ScheduleCliTest, UnknownPriorityClassNamesPodAndClass) {

@@ -236,7 +236,7 @@ RandomCluster MakeRandomCluster(uint64_t seed, int32_t nodes) {
     r.cluster.pods.push_back(std::move(p));
   }
   for (const char* app : {"a", "b"}) r.cluster.pdbs.push_back(MakePdb(app, pick(3)));
-  for (int32_t k = 0; k < std::max(8, nodes / 2); ++k) {
+  for (int32_t k = 0; k < std::max(8, std::min(nodes / 2, 400)); ++k) {
     Pod p = MakePod(StrCat("q", k), "", kPriorities[pick(6)] + pick(2), std::to_string(1 + pick(3)),
                     std::nullopt, {{"app", kApps[pick(3)]}});
     if (pick(8) == 0) p.preemption_policy = "Never";

@@ -103,8 +103,19 @@ struct DryRunResult {
 DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vector<int32_t>& potential,
                               const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates);
 
-/** pickOneNodeForPreemption (§10): the index into `candidates` of the best one; -1 when empty. */
-int32_t SelectCandidate(const std::vector<Candidate>& candidates);
+/** pickOneNodeForPreemption (§10): the index into `candidates` of the best one; -1 when empty.
+ *  `decided_by`, when given, gets the criterion that left the best one alone: an index into
+ *  kCandidateCriteria, or its size when the first found of the still tied ones was taken. */
+int32_t SelectCandidate(const std::vector<Candidate>& candidates, int32_t* decided_by = nullptr);
+
+/** The candidate criteria in order, as explain names them. */
+constexpr const char* kCandidateCriteria[] = {"fewest PDB violations", "lowest highest victim priority",
+                                              "lowest victim priority sum", "fewest victims",
+                                              "latest start of the highest-priority victims"};
+constexpr int32_t kNumCandidateCriteria = 5;
+
+/** A candidate's value under criterion `c` (higher is better), as SelectCandidate compares it. */
+int64_t CandidateScore(const Candidate& candidate, int32_t c);
 
 /** A preemption-capable scheduler extender (§9). */
 class PreemptionExtender {
@@ -123,8 +134,9 @@ struct PostFilterResult {
   bool has_result = false;   // a nominating result: nominated_node ("" clears the nomination)
   std::string nominated_node;
   std::vector<const Pod*> victims;
-  // For explain: the dry run's candidates and statuses.
+  // For explain: the dry run's candidates and statuses, and the criterion that chose.
   std::vector<Candidate> candidates;
+  int32_t decided_by = 0;
   NodeToStatus dry_run_statuses;
 };
 

@@ -72,8 +72,10 @@ struct PreemptionOutcome {
     std::string node;
     std::vector<std::string> victims;
     int64_t pdb_violations = 0;
+    std::vector<int64_t> scores;  // per criterion of kCandidateCriteria (preemption.h), higher wins
   };
   std::vector<Candidate> candidates;            // the dry run's, in the order found
+  std::string decided_by;                       // the criterion that chose among several
   std::map<std::string, std::string> rejected;  // nodes tried that are no candidate -> why
 };
 
