@@ -255,7 +255,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& use_reference = flags.Bool("reference", "use the scalar reference instead of the engine");
   std::string& tie_break = flags.String("tie-break", "heap", "heap (upstream >= 1.35) or random (<= 1.34, seeded)");
-  int64_t& seed = flags.Int("seed", 1, "seed for --tie-break=random");
+  int64_t& seed = flags.Int("seed", 1, "seed for --tie-break=random and for preemption's dry-run start offset");
   bool& explain_flag = flags.Bool("explain", "include per-node, per-plugin verdicts and scores");
   bool& klog = flags.Bool("klog", "also print kube-scheduler -v=10 score lines to stderr (with --explain)");
   bool& report = flags.Bool("report", "add per-workload replicas surviving the worst node, zone and region loss");
