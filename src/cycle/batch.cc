@@ -379,9 +379,8 @@ absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const S
     options.batch = side == 0 ? 1 : batch;
     KPLACE_ASSIGN_OR_RETURN(auto scheduler, Scheduler::Create(cluster, config, options));
     std::vector<Placement>& placements = side == 0 ? out.per_pod : out.batched;
-    placements.reserve(order.size());
     auto start = Clock::now();
-    for (size_t i : order) placements.push_back(scheduler->Schedule(pending[i]));
+    placements = scheduler->ScheduleAll(pending);  // with preemptors' later attempts
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     (side == 0 ? out.per_pod_seconds : out.batched_seconds) = seconds;
     (side == 0 ? out.per_pod_next_start : out.batched_next_start) = scheduler->next_start_index();
@@ -391,8 +390,9 @@ absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const S
   for (size_t j = 0; j < order.size(); ++j) {
     const Placement& a = out.per_pod[j];
     const Placement& b = out.batched[j];
+    auto victims = [](const Placement& p) { return p.preemption ? p.preemption->victims : std::vector<std::string>{}; };
     if (a.node == b.node && a.code == b.code && a.message == b.message && a.score == b.score &&
-        a.feasible == b.feasible) {
+        a.feasible == b.feasible && a.attempts == b.attempts && victims(a) == victims(b)) {
       continue;
     }
     if (out.mismatches++ == 0) {

@@ -114,9 +114,10 @@ struct BatchComparison {
 };
 
 /**
- * @brief Schedules `pending` in queue order from the same `cluster` twice, per pod
- * (batch 1) and batched (`options.batch`, or kDefaultBatch when that is 1), and compares
- * every placement's node, code, message, score and feasible count and the final next start index.
+ * @brief Schedules `pending` (Scheduler::ScheduleAll, preemptors' later attempts included)
+ * from the same `cluster` twice, per pod (batch 1) and batched (`options.batch`, or
+ * kDefaultBatch when that is 1), and compares every placement's node, code, message, score,
+ * feasible count, attempts and victims, and the final next start index.
  * @return InvalidArgument or Internal when a scheduler cannot be built.
  */
 absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
