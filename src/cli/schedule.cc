@@ -88,7 +88,11 @@ json Annotations(const cycle::Placement& p, const std::vector<std::string>& filt
 
 json PlacementJson(const cycle::Placement& p, bool explain, const std::vector<std::string>& filter_plugins) {
   json j = {{"pod", p.pod}, {"node", p.node.empty() ? json(nullptr) : json(p.node)}};
-  j["status"] = p.node.empty() ? (p.code == Code::kError ? "Error" : "Unschedulable") : "Scheduled";
+  j["status"] = !p.node.empty()      ? "Scheduled"
+                : p.gated            ? "SchedulingGated"
+                : p.other_scheduler  ? "OtherScheduler"
+                : p.code == Code::kError ? "Error"
+                                     : "Unschedulable";
   if (!p.message.empty()) j["message"] = p.message;
   j["feasibleNodes"] = p.feasible;
   if (!p.node.empty()) j["score"] = p.score;
@@ -294,14 +298,13 @@ int Schedule(int argc, char** argv, bool explain_command) {
   }
 
   ObjectSet cluster;
+  SkippedKinds skipped;
   for (const std::string& f : cluster_files) {
-    int skipped = 0;
     absl::Status s = DecodeFile(f, &cluster, &skipped);
     if (!s.ok()) {
       std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
       return 1;
     }
-    if (skipped) std::fprintf(stderr, "kplace schedule: %s: %d objects of kinds scheduling does not read were skipped\n", f.c_str(), skipped);
   }
   // Pending pods: every pod without a node, from --pods and from the cluster files; the
   // raw JSON is kept for --output=pods.
@@ -309,7 +312,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::vector<json> pending_json;
   for (const std::string& f : pod_files) {
     ObjectSet set;
-    absl::Status s = DecodeFile(f, &set);
+    absl::Status s = DecodeFile(f, &set, &skipped);
     if (!s.ok()) {
       std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
       return 1;
@@ -329,6 +332,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     cluster.pods = std::move(bound);
   }
+  if (!skipped.empty()) std::fprintf(stderr, "kplace schedule: %s\n", SkippedLine(skipped).c_str());
   for (std::vector<Pod>* pods : {&cluster.pods, &pending}) {
     absl::Status s = ResolvePriorities(cluster, pods, "kplace schedule");
     if (!s.ok()) {
@@ -422,17 +426,21 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
   } else {
     json list = json::array();
-    int64_t scheduled = 0;
+    int64_t scheduled = 0, gated = 0, other = 0;
     std::vector<std::pair<const Pod*, std::string>> placed;
     for (size_t k = 0; k < order.size(); ++k) {
       list.push_back(PlacementJson(placements[k], explain, filter_plugins[pending[order[k]].scheduler_name]));
+      gated += placements[k].gated;
+      other += placements[k].other_scheduler;
       if (!placements[k].node.empty()) {
         ++scheduled;
         placed.push_back({&pending[order[k]], placements[k].node});
       }
     }
+    const int64_t unschedulable = static_cast<int64_t>(order.size()) - scheduled - gated - other;
     doc = {{"placements", list},
-           {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", order.size() - scheduled},
+           {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", unschedulable},
+                        {"schedulingGated", gated}, {"otherScheduler", other},
                         {"nodes", cluster.nodes.size()}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
     if (report) doc["report"] = SurvivalReport(cluster, placed);
   }

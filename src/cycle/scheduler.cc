@@ -310,8 +310,29 @@ class CycleScheduler final : public Scheduler {
       }
     }
     if (!ev) {
+      out.other_scheduler = true;
+      out.code = Code::kSkip;
+      out.message = StrCat("left alone: no profile has schedulerName \"", pod.scheduler_name, "\"");
+      return out;
+    }
+    if (!pod.scheduling_gates.empty()) {  // SchedulingGates' PreEnqueue: the pod never enters a cycle
+      out.gated = true;
       out.code = Code::kUnschedulableAndUnresolvable;
-      out.message = StrCat("no profile for schedulerName \"", pod.scheduler_name, "\"");
+      out.message = "waiting for scheduling gates: [";
+      for (size_t g = 0; g < pod.scheduling_gates.size(); ++g) out.message += (g ? " " : "") + pod.scheduling_gates[g];
+      out.message += "]";
+      return out;
+    }
+    if (!pod.resource_claims.empty()) {
+      // DynamicResources is not modelled: refused out loud rather than placed without it.
+      const PodResourceClaim& c = pod.resource_claims[0];
+      out.code = Code::kError;
+      out.message = c.resource_claim_name.empty()
+                        ? StrCat("kplace: allocating the ResourceClaim of pod ", out.pod, " claim \"", c.name,
+                                 "\" (from ResourceClaimTemplate ", pod.meta.namespace_, "/",
+                                 c.resource_claim_template_name, ") is not supported")
+                        : StrCat("kplace: allocating ResourceClaim ", pod.meta.namespace_, "/", c.resource_claim_name,
+                                 " is not supported");
       return out;
     }
     const int32_t n = static_cast<int32_t>(order_.size());
@@ -763,7 +784,7 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     for (size_t q : queue) {
       Placement p = Schedule(pending[order[q]]);
       stop = each && !each(p);
-      if (p.node.empty()) failed.push_back(q);
+      if (p.node.empty() && !p.gated && !p.other_scheduler) failed.push_back(q);
       bool preempts = p.preemption && !p.preemption->victims.empty();
       preempted = preempted || preempts;
       // A retry that did not preempt keeps the record of the preemption that led to it.

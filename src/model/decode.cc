@@ -450,6 +450,22 @@ absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string&
     pod->topology_spread_constraints.push_back(std::move(t));
     return absl::OkStatus();
   }));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "schedulingGates", p, [&](const json& g, const std::string& gp) -> absl::Status {
+    std::string name;
+    KPLACE_RETURN_IF_ERROR(r.String(g, "name", gp, &name));
+    if (name.empty()) return r.Error(Reader::Join(gp, "name"), "Required value");
+    pod->scheduling_gates.push_back(std::move(name));
+    return absl::OkStatus();
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Array(spec, "resourceClaims", p, [&](const json& c, const std::string& cp) -> absl::Status {
+    PodResourceClaim claim;
+    KPLACE_RETURN_IF_ERROR(r.String(c, "name", cp, &claim.name));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "resourceClaimName", cp, &claim.resource_claim_name));
+    KPLACE_RETURN_IF_ERROR(r.String(c, "resourceClaimTemplateName", cp, &claim.resource_claim_template_name));
+    if (claim.name.empty()) return r.Error(Reader::Join(cp, "name"), "Required value");
+    pod->resource_claims.push_back(std::move(claim));
+    return absl::OkStatus();
+  }));
   return r.Array(spec, "volumes", p, [&](const json& v, const std::string& vp) -> absl::Status {
     if (!v.is_object()) return r.Error(vp, StrCat("expected an object, got ", v.type_name()));
     Volume vol;
@@ -483,6 +499,12 @@ bool IsIgnoredKind(std::string_view kind) {
 }
 
 }  // namespace
+
+std::string SkippedLine(const SkippedKinds& skipped) {
+  std::string out;
+  for (const auto& [kind, count] : skipped) out += StrCat(out.empty() ? "" : ", ", count, " ", kind);
+  return out.empty() ? out : StrCat("skipped: ", out, " (not used by scheduling)");
+}
 
 std::string ObjectKey(const ObjectMeta& meta) {
   return meta.namespace_.empty() ? meta.name : StrCat(meta.namespace_, "/", meta.name);
@@ -643,7 +665,7 @@ absl::StatusOr<GenericObject> DecodeGeneric(const json& j, std::string_view kind
   return o;
 }
 
-absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* out, int* skipped) {
+absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped) {
   if (doc.is_null()) return absl::OkStatus();  // an empty YAML document
   if (!doc.is_object()) {
     return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got ", doc.type_name()));
@@ -692,9 +714,11 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
     o.json = doc.dump();
     out->configs.push_back(std::move(o));
   } else if (IsIgnoredKind(kind)) {
-    if (skipped) ++*skipped;
+    if (skipped) ++(*skipped)[kind];
   } else if (kind.empty()) {
     return absl::InvalidArgumentError(StrCat(file, ": ", KindAndKey("object", doc), ": kind: missing"));
+  } else if (skipped) {
+    ++(*skipped)[kind];  // a dump's HorizontalPodAutoscalers, CRDs, custom resources, ...
   } else {
     return absl::InvalidArgumentError(
         StrCat(file, ": ", KindAndKey(kind, doc), ": kind: unsupported kind \"", kind, "\""));
@@ -761,7 +785,7 @@ absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::str
   return docs;
 }
 
-absl::Status DecodeFile(const std::string& path, ObjectSet* out, int* skipped) {
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
   std::stringstream buffer;

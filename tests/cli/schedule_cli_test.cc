@@ -336,5 +336,38 @@ TEST_F(ScheduleCliTest, UnknownPriorityClassNamesPodAndClass) {
             1);
 }
 
+// A dump as `kubectl get all,pdb,pc,hpa,crd,resourceslices -A -o json` gives it: kinds
+// scheduling does not read are skipped; gated pods, pods of other schedulers and pods with
+// ResourceClaims are never placed, each reported as what it is.
+TEST_F(ScheduleCliTest, RealDumpKindsGatesOtherSchedulersAndClaims) {
+  json gated = Pod("gated", "1", {{"schedulingGates", json::array({{{"name", "example.com/quota"}}})}});
+  json other = Pod("other", "1", {{"schedulerName", "volcano"}});
+  json claim = Pod("claim", "1", {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", "gpu-0"}}})}});
+  json plain = Pod("plain", "1");
+  json dump = List(json::array(
+      {Node("a"), gated, other, claim, plain,
+       {{"kind", "HorizontalPodAutoscaler"}, {"metadata", {{"name", "h"}, {"namespace", "default"}}}},
+       {{"kind", "CustomResourceDefinition"}, {"metadata", {{"name", "widgets.example.com"}}}},
+       {{"kind", "ResourceSlice"}, {"metadata", {{"name", "a-gpu"}}}},
+       {{"kind", "PodDisruptionBudget"}, {"metadata", {{"name", "b"}, {"namespace", "default"}}}, {"status", {{"disruptionsAllowed", 1}}}},
+       {{"kind", "PriorityClass"}, {"metadata", {{"name", "high"}}}, {"value", 100}}}));
+  for (const char* engine : {"--backend=omp", "--reference"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", Write("dump.json", dump), engine}, &out), 0) << engine;
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+    EXPECT_EQ(by_pod["default/gated"]["status"], "SchedulingGated");
+    EXPECT_EQ(by_pod["default/gated"]["message"], "waiting for scheduling gates: [example.com/quota]");
+    EXPECT_EQ(by_pod["default/other"]["status"], "OtherScheduler");
+    EXPECT_EQ(by_pod["default/claim"]["status"], "Error");
+    EXPECT_EQ(by_pod["default/claim"]["message"], "kplace: allocating ResourceClaim default/gpu-0 is not supported");
+    EXPECT_EQ(by_pod["default/plain"]["node"], "a");
+    EXPECT_EQ(out["summary"]["scheduled"], 1);
+    EXPECT_EQ(out["summary"]["schedulingGated"], 1);
+    EXPECT_EQ(out["summary"]["otherScheduler"], 1);
+    EXPECT_EQ(out["summary"]["unschedulable"], 1);  // the claim's Error
+  }
+}
+
 }  // namespace
 }  // namespace kplace

@@ -77,7 +77,8 @@ TEST(SchedulerTest, StartIndexRotatesToTheDroppedFeasibleNode) {
   }
 }
 
-TEST(SchedulerTest, UnknownSchedulerNameStaysPending) {
+// Upstream's scheduler never sees pods of other schedulers: left alone, not unschedulable.
+TEST(SchedulerTest, UnknownSchedulerNameIsLeftAlone) {
   ObjectSet cluster;
   cluster.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
   auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), Options{});
@@ -86,7 +87,40 @@ TEST(SchedulerTest, UnknownSchedulerNameStaysPending) {
   pod.scheduler_name = "batch";
   Placement p = (*s)->Schedule(pod);
   EXPECT_EQ(p.node, "");
-  EXPECT_EQ(p.message, "no profile for schedulerName \"batch\"");
+  EXPECT_TRUE(p.other_scheduler);
+  EXPECT_FALSE(p.gated);
+  EXPECT_EQ(p.code, Code::kSkip);
+  EXPECT_EQ(p.message, "left alone: no profile has schedulerName \"batch\"");
+  EXPECT_EQ((*s)->next_start_index(), 0);
+}
+
+TEST(SchedulerTest, GatedPodsAndResourceClaimsNeverPlaced) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
+  for (bool reference : {false, true}) {
+    Options o;
+    o.reference = reference;
+    auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
+    ASSERT_TRUE(s.ok());
+    std::vector<Pod> pods(3);
+    for (int i = 0; i < 3; ++i) pods[i] = MakePod("p" + std::to_string(i), {{"cpu", "1"}});
+    pods[0].scheduling_gates = {"example.com/quota", "example.com/gang"};
+    pods[1].resource_claims = {{"gpu", "gpu-claim", ""}};
+    std::vector<Placement> out = (*s)->ScheduleAll(pods);
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_TRUE(out[0].gated);
+    EXPECT_EQ(out[0].node, "");
+    EXPECT_EQ(out[0].code, Code::kUnschedulableAndUnresolvable);
+    EXPECT_EQ(out[0].message, "waiting for scheduling gates: [example.com/quota example.com/gang]");
+    EXPECT_EQ(out[1].node, "");
+    EXPECT_EQ(out[1].code, Code::kError);
+    EXPECT_EQ(out[1].message, "kplace: allocating ResourceClaim default/gpu-claim is not supported");
+    EXPECT_EQ(out[2].node, "n0");  // neither took a cycle: the start index moved once
+    EXPECT_EQ((*s)->next_start_index(), 0);
+    // Without its gates the pod schedules.
+    pods[0].scheduling_gates.clear();
+    EXPECT_EQ((*s)->Schedule(pods[0]).node, "n0");
+  }
 }
 
 TEST(SchedulerTest, QueueOrderIsPriorityThenCreationThenInput) {

@@ -196,13 +196,44 @@ TEST(DecodeTest, IngestsEveryRealWorldDump) {
     std::string ext = entry.path().extension();
     if (ext != ".json" && ext != ".yaml") continue;
     ObjectSet set;
-    int skipped = 0;
-    absl::Status s = DecodeFile(entry.path(), &set, &skipped);
+    absl::Status s = DecodeFile(entry.path(), &set);  // no unknown kind either
     EXPECT_TRUE(s.ok()) << s;
     EXPECT_GT(set.nodes.size() + set.pods.size(), 0u) << entry.path();
     ++files;
   }
   EXPECT_GE(files, 20);
+}
+
+TEST(DecodeTest, UnknownKindsAreCountedWhenAsked) {
+  const char* yaml = R"(
+kind: List
+items:
+  - {kind: HorizontalPodAutoscaler, metadata: {name: h1, namespace: a}}
+  - {kind: HorizontalPodAutoscaler, metadata: {name: h2, namespace: a}}
+  - {kind: CustomResourceDefinition, metadata: {name: widgets.example.com}}
+  - {kind: Deployment, metadata: {name: d}}
+  - kind: Pod
+    metadata: {name: p}
+    spec:
+      schedulingGates: [{name: example.com/quota}, {name: example.com/gang}]
+      resourceClaims: [{name: gpu, resourceClaimName: gpu-claim}, {name: t, resourceClaimTemplateName: tmpl}]
+)";
+  auto docs = ParseDocuments(yaml, "dump.yaml");
+  ASSERT_TRUE(docs.ok());
+  ObjectSet set;
+  SkippedKinds skipped;
+  ASSERT_TRUE(DecodeDocument((*docs)[0], "dump.yaml", &set, &skipped).ok());
+  EXPECT_EQ(SkippedLine(skipped),
+            "skipped: 1 CustomResourceDefinition, 1 Deployment, 2 HorizontalPodAutoscaler (not used by scheduling)");
+  ASSERT_EQ(set.pods.size(), 1u);
+  EXPECT_EQ(set.pods[0].scheduling_gates, (std::vector<std::string>{"example.com/quota", "example.com/gang"}));
+  ASSERT_EQ(set.pods[0].resource_claims.size(), 2u);
+  EXPECT_EQ(set.pods[0].resource_claims[0].resource_claim_name, "gpu-claim");
+  EXPECT_EQ(set.pods[0].resource_claims[1].resource_claim_template_name, "tmpl");
+  EXPECT_EQ(SkippedLine({}), "");
+  // Without a counter an unknown kind is still an error (bench workloads, conformance cases).
+  ObjectSet strict;
+  EXPECT_FALSE(DecodeDocument((*docs)[0], "dump.yaml", &strict).ok());
 }
 
 TEST(DecodeTest, PreemptionFieldsPdbsAndPriorityClasses) {

@@ -91,6 +91,11 @@ struct Placement {
   std::optional<PreemptionOutcome> preemption;
   int32_t attempts = 1;    // cycles ScheduleAll ran for the pod
   bool preempted = false;  // ScheduleAll placed it, then a later pod preempted it
+  /** Not for this scheduler (no profile has its schedulerName): left alone, as upstream's
+   *  scheduler never sees such pods; neither placed nor unschedulable. */
+  bool other_scheduler = false;
+  /** Held back by spec.schedulingGates (SchedulingGates' PreEnqueue); no cycle ran. */
+  bool gated = false;
 };
 
 class Scheduler {

@@ -1,5 +1,7 @@
 #pragma once
 // Decoding of Kubernetes objects from JSON and multi-document YAML.
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,17 +18,25 @@ namespace kplace {
 absl::StatusOr<std::vector<nlohmann::json>> ParseDocuments(std::string_view text,
                                                            std::string_view file);
 
+/** Kind -> how many objects of it were skipped. */
+using SkippedKinds = std::map<std::string, int64_t>;
+
 /** @brief Reads a file and decodes every object in it (single objects, `kind: List`,
  *  multi-document YAML) into `out`, appending in input order.
- *  Objects of kinds scheduling does not read (Events, ConfigMaps, ...) are counted
- *  in `skipped` when given, never silently merged.
+ *  Objects of kinds scheduling does not read (Events, ConfigMaps, Deployments, ...) are
+ *  skipped; with `skipped` given, so are kinds kplace does not know (a dump's
+ *  HorizontalPodAutoscalers, CRDs, custom resources), counted there by kind.
  *  @return NotFound when the file cannot be read; InvalidArgument naming file,
- *  object and field path for bad input. */
-absl::Status DecodeFile(const std::string& path, ObjectSet* out, int* skipped = nullptr);
+ *  object and field path for bad input, and for an unknown kind when `skipped` is null. */
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped = nullptr);
 
 /** @brief Decodes one document (an object or a List) from `file` into `out`. */
 absl::Status DecodeDocument(const nlohmann::json& doc, std::string_view file, ObjectSet* out,
-                            int* skipped = nullptr);
+                            SkippedKinds* skipped = nullptr);
+
+/** @brief "skipped: 3 HorizontalPodAutoscaler, 1 CustomResourceDefinition (not used by
+ *  scheduling)", kinds sorted by name; "" when nothing was skipped. */
+std::string SkippedLine(const SkippedKinds& skipped);
 
 /** @brief Decodes a core/v1 Node. `where` prefixes error messages (e.g. "nodes.json"). */
 absl::StatusOr<Node> DecodeNode(const nlohmann::json& j, std::string_view where);

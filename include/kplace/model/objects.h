@@ -136,6 +136,11 @@ struct PodCondition {
   std::string type, status, reason, message;
 };
 
+/** spec.resourceClaims[]: a claim by name or from a template. */
+struct PodResourceClaim {
+  std::string name, resource_claim_name, resource_claim_template_name;
+};
+
 struct Pod {
   ObjectMeta meta;
   std::string node_name;
@@ -152,6 +157,8 @@ struct Pod {
   std::vector<Toleration> tolerations;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Volume> volumes;
+  std::vector<std::string> scheduling_gates;        // spec.schedulingGates[].name
+  std::vector<PodResourceClaim> resource_claims;    // spec.resourceClaims
   std::string phase;  // status.phase
   std::string nominated_node_name;        // status.nominatedNodeName
   std::optional<int64_t> start_time_ns;  // status.startTime, nanoseconds since the epoch
