@@ -152,6 +152,29 @@ json PlacementJson(const cycle::Placement& p, bool explain, const std::vector<st
   return j;
 }
 
+// The PodScheduled condition the scheduler leaves on the pod (replacing any earlier one).
+void SetPodScheduled(const cycle::Placement& p, json* pod) {
+  json cond = {{"type", "PodScheduled"}};
+  if (!p.node.empty()) {
+    cond["status"] = "True";
+  } else if (p.gated) {
+    cond.update({{"status", "False"}, {"reason", "SchedulingGated"},
+                 {"message", "Scheduling is blocked due to non-empty scheduling gates"}});
+  } else {
+    cond.update({{"status", "False"}, {"reason", p.code == Code::kError ? "SchedulerError" : "Unschedulable"},
+                 {"message", p.message}});
+  }
+  json& status = (*pod)["status"];
+  json conditions = json::array();
+  if (status.is_object() && status.contains("conditions") && status["conditions"].is_array()) {
+    for (const json& c : status["conditions"]) {
+      if (!(c.is_object() && c.value("type", "") == "PodScheduled")) conditions.push_back(c);
+    }
+  }
+  conditions.push_back(cond);
+  status["conditions"] = conditions;
+}
+
 // kube-scheduler's -v=10 lines for one cycle.
 void PrintKlog(const cycle::Placement& p, FILE* out) {
   if (!p.explanation) return;
@@ -415,12 +438,17 @@ int Schedule(int argc, char** argv, bool explain_command) {
   if (output == "pods") {
     doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
     for (size_t k = 0; k < order.size(); ++k) {
+      const cycle::Placement& p = placements[k];
       json pod = pending_json[order[k]];
-      if (!placements[k].node.empty()) pod["spec"]["nodeName"] = placements[k].node;
-      if (explain && placements[k].explanation) {
-        for (auto& [key, value] : Annotations(placements[k], filter_plugins[pending[order[k]].scheduler_name]).items()) {
-          pod["metadata"]["annotations"][key] = value;
-        }
+      if (!p.node.empty()) pod["spec"]["nodeName"] = p.node;
+      if (p.node.empty() && p.preemption && !p.preemption->nominated_node.empty()) {
+        pod["status"]["nominatedNodeName"] = p.preemption->nominated_node;
+      }
+      if (!p.other_scheduler) SetPodScheduled(p, &pod);
+      if (explain && p.explanation) {
+        // Kept in a variable: items() of a temporary would outlive it.
+        json annotations = Annotations(p, filter_plugins[pending[order[k]].scheduler_name]);
+        for (auto& [key, value] : annotations.items()) pod["metadata"]["annotations"][key] = value;
       }
       doc["items"].push_back(pod);
     }

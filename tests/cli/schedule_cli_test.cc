@@ -369,5 +369,30 @@ TEST_F(ScheduleCliTest, RealDumpKindsGatesOtherSchedulersAndClaims) {
   }
 }
 
+// explain --output pods: the pending pods back, placed ones with spec.nodeName, every one
+// with its PodScheduled condition and the simulator's annotations (valgrind once reported a
+// use-after-free here: the annotations were read from a destroyed temporary).
+TEST_F(ScheduleCliTest, ExplainOutputPodsCarriesConditionsAndAnnotations) {
+  json out;
+  ASSERT_EQ(Run({"explain", "--cluster", Write("c.json", List(json::array({Node("a")}))), "--pods",
+                 Write("p.json", List(json::array({Pod("fits", "1"), Pod("huge", "64")}))), "--output", "pods"},
+                &out),
+            0);
+  ASSERT_EQ(out["items"].size(), 2u);
+  std::map<std::string, json> by_name;
+  for (const json& p : out["items"]) by_name[p["metadata"]["name"]] = p;
+  const json& fits = by_name["fits"];
+  EXPECT_EQ(fits["spec"]["nodeName"], "a");
+  EXPECT_EQ(fits["status"]["conditions"], json::parse(R"([{"type": "PodScheduled", "status": "True"}])"));
+  EXPECT_FALSE(fits["metadata"]["annotations"].empty());
+  const json& huge = by_name["huge"];
+  EXPECT_FALSE(huge["spec"].contains("nodeName"));
+  ASSERT_EQ(huge["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(huge["status"]["conditions"][0]["reason"], "Unschedulable");
+  EXPECT_EQ(huge["status"]["conditions"][0]["message"],
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not "
+            "helpful for scheduling.");
+}
+
 }  // namespace
 }  // namespace kplace
