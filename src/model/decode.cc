@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-#include <yaml-cpp/yaml.h>
 
 #include "kplace/common/strings.h"
 #include "absl/time/time.h"
@@ -724,65 +723,6 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
         StrCat(file, ": ", KindAndKey(kind, doc), ": kind: unsupported kind \"", kind, "\""));
   }
   return absl::OkStatus();
-}
-
-namespace {
-
-// YAML scalars become strings unless plainly typed; quoted scalars stay strings.
-json YamlToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Sequence: {
-      json a = json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e));
-      return a;
-    }
-    case YAML::NodeType::Map: {
-      json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = n.Scalar();
-      if (n.Tag() == "!") return s;  // quoted
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
-      if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
-      // Integers stay integers (ports, weights); other numbers keep their text so
-      // that quantities like 1.5 or 1e3 parse exactly.
-      if (!s.empty()) {
-        size_t i = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-        bool digits = i < s.size() && s.size() - i <= 18;
-        for (size_t k = i; digits && k < s.size(); ++k) digits = s[k] >= '0' && s[k] <= '9';
-        if (digits) return std::stoll(s);
-      }
-      return s;
-    }
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::string_view file) {
-  size_t first = text.find_first_not_of(" \t\r\n");
-  std::vector<json> docs;
-  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
-    try {
-      docs.push_back(json::parse(text));
-      return docs;
-    } catch (const json::parse_error& e) {
-      return absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", e.what()));
-    }
-  }
-  try {
-    for (const YAML::Node& n : YAML::LoadAll(std::string(text))) docs.push_back(YamlToJson(n));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(StrCat(file, ": invalid YAML at line ", e.mark.line + 1, ": ", e.msg));
-  }
-  return docs;
 }
 
 absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped) {

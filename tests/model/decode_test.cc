@@ -344,5 +344,44 @@ TEST(DecodeTest, ResolvePrioritiesAsAdmissionDoes) {
   EXPECT_FALSE(plain[0].priority.has_value());  // no class at all: priority 0
 }
 
+// Inputs that used to hang, exhaust memory or overflow the stack get an error naming the
+// file and, where there is one, the line.
+TEST(DecodeTest, HostileTextIsRefusedQuickly) {
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n";
+  std::string prev = "a";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    std::string name(1, c);
+    bomb += name + ": &" + name + " [";
+    for (int k = 0; k < 9; ++k) bomb += (k ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = name;
+  }
+  struct Bad {
+    std::string text, want;
+  };
+  const Bad cases[] = {
+      {",", "f.yaml: invalid YAML at line 1: the parser cannot advance"},
+      {"kind: Pod\n,\n", "f.yaml: invalid YAML"},
+      {bomb, "f.yaml: invalid YAML at line 7: aliases expand to too many nodes"},
+      {"a: 1\nb: 2\na: 3\n", "f.yaml: invalid YAML at line 3: duplicate key \"a\""},
+      {"a: *nowhere\n", "f.yaml: invalid YAML"},
+      {"{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+       "f.yaml: JSON nested deeper than 256 levels at line 1"},
+      {"a: " + std::string(100000, '[') + std::string(100000, ']'), "f.yaml: YAML nested deeper than 256 levels at line 1"},
+  };
+  for (const Bad& b : cases) {
+    auto docs = ParseDocuments(b.text, "f.yaml");
+    ASSERT_FALSE(docs.ok()) << b.text.substr(0, 40);
+    EXPECT_EQ(std::string(docs.status().message()).rfind(b.want, 0), 0u) << docs.status();
+  }
+  // Brackets inside strings do not count; 256 levels still parse.
+  EXPECT_TRUE(ParseDocuments("a: \"" + std::string(1000, '[') + "\"", "f.yaml").ok());
+  EXPECT_TRUE(ParseDocuments(std::string(256, '[') + std::string(256, ']'), "f.json").ok());
+  // Anchors and aliases of ordinary size still expand.
+  auto docs = ParseDocuments("a: &t {x: 1}\nb: *t\n", "f.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  EXPECT_EQ((*docs)[0]["b"]["x"], 1);
+}
+
 }  // namespace
 }  // namespace kplace
