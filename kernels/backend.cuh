@@ -133,7 +133,14 @@ struct Column {
   std::vector<T> host;
   vector<T> dev;
 
-  void Upload() { dev.assign(host.begin(), host.end()); }
+  void Upload() {
+    // Thrust's assign binds a reference to the first element even for an empty range.
+    if (host.empty()) {
+      dev.clear();
+      return;
+    }
+    dev.assign(host.begin(), host.end());
+  }
   void Set(size_t i, T v) {
     host[i] = v;
     dev[i] = v;

@@ -1,5 +1,6 @@
 #include "kplace/cli/flags.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -116,9 +117,14 @@ int Flags::Parse(int argc, char** argv) {
         break;
       case Flag::kInt: {
         char* end = nullptr;
+        errno = 0;
         long long v = std::strtoll(value.c_str(), &end, 10);
         if (value.empty() || *end != '\0') {
           std::fprintf(stderr, "kplace %s: --%s: not an integer: \"%s\"\n", command_.c_str(), name.c_str(), value.c_str());
+          return 2;
+        }
+        if (errno == ERANGE) {
+          std::fprintf(stderr, "kplace %s: --%s: out of range: \"%s\"\n", command_.c_str(), name.c_str(), value.c_str());
           return 2;
         }
         *flag->i = v;

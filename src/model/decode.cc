@@ -1,6 +1,8 @@
 #include "kplace/model/decode.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <functional>
 #include <sstream>
 
@@ -49,8 +51,15 @@ class Reader {
   absl::Status Integer(const json& j, const char* key, std::string_view path, Int* out) const {
     if (!Has(j, key)) return absl::OkStatus();
     const json& v = j.at(key);
-    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())))) {
+    // A float converts only when it is a whole number inside int64's range (the cast of
+    // anything else is undefined).
+    const bool whole_float = v.is_number_float() && std::abs(v.get<double>()) < 9.2e18 &&
+                             v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>()));
+    if (!v.is_number_integer() && !whole_float) {
       return Error(Join(path, key), StrCat("expected an integer, got ", v.dump()));
+    }
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Error(Join(path, key), StrCat("integer out of range: ", v.dump()));
     }
     int64_t value = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
     if (value < std::numeric_limits<Int>::min() || value > std::numeric_limits<Int>::max()) {

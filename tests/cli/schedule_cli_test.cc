@@ -394,5 +394,13 @@ TEST_F(ScheduleCliTest, ExplainOutputPodsCarriesConditionsAndAnnotations) {
             "helpful for scheduling.");
 }
 
+// 20-digit counts used to saturate silently (--pods became -1 measured pods).
+TEST_F(ScheduleCliTest, IntegerFlagsOutOfRangeAreRefused) {
+  json out;
+  EXPECT_EQ(Run({"gen", "--nodes", "99999999999999999999"}, &out), 2);
+  EXPECT_EQ(Run({"bench", "--pods", "99999999999999999999"}, &out), 2);
+  EXPECT_EQ(Run({"schedule", "--batch", "-99999999999999999999"}, &out), 2);
+}
+
 }  // namespace
 }  // namespace kplace

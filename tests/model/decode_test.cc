@@ -383,5 +383,19 @@ TEST(DecodeTest, HostileTextIsRefusedQuickly) {
   EXPECT_EQ((*docs)[0]["b"]["x"], 1);
 }
 
+TEST(DecodeTest, OutOfRangeNumbersAreErrors) {
+  const char* cases[] = {
+      R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 18446744073709551615}})",
+      R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 1e+30}})",
+      R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 2.5}})",
+  };
+  for (const char* text : cases) {
+    ObjectSet set;
+    absl::Status s = DecodeText(text, &set, "p.json");
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(std::string(s.message()).rfind("p.json: Pod default/p: spec.priority: ", 0), 0u) << s;
+  }
+}
+
 }  // namespace
 }  // namespace kplace
