@@ -187,7 +187,7 @@ void KeepEmptyNamespace(const json& j, ObjectMeta* meta) {
 }
 
 absl::StatusOr<Pod> DecodeCasePod(const json& j, std::string_view where) {
-  KPLACE_ASSIGN_OR_RETURN(Pod pod, DecodePod(j, where));
+  KPLACE_ASSIGN_OR_RETURN(Pod pod, DecodePod(j, where, /*strict=*/false));
   KeepEmptyNamespace(j, &pod.meta);
   return pod;
 }
@@ -213,7 +213,8 @@ absl::Status DecodeList(const CaseReader& r, const json& doc, const char* key, s
 
 absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
   // Nodes keep the names they have: expectations are keyed by them.
-  KPLACE_RETURN_IF_ERROR(DecodeList<Node>(r, doc, "nodes", "", DecodeNode, &c->objects.nodes, /*named=*/false));
+  auto lenient_node = [](const json& j, std::string_view where) { return DecodeNode(j, where, /*strict=*/false); };
+  KPLACE_RETURN_IF_ERROR(DecodeList<Node>(r, doc, "nodes", "", lenient_node, &c->objects.nodes, /*named=*/false));
   KPLACE_RETURN_IF_ERROR(DecodeList<Pod>(r, doc, "pods", "", DecodeCasePod, &c->objects.pods));
   std::set<std::string> names;
   for (const Node& n : c->objects.nodes) {

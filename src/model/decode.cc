@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <functional>
 #include <sstream>
@@ -20,7 +21,11 @@ using json = nlohmann::json;
 // Walks one object, tracking the field path so that errors name it exactly.
 class Reader {
  public:
-  explicit Reader(std::string prefix) : prefix_(std::move(prefix)) {}
+  explicit Reader(std::string prefix, bool strict = true) : prefix_(std::move(prefix)), strict_(strict) {}
+
+  /** Whether the API server's value rules apply (objects from upstream's test tables never
+   *  passed through it). */
+  bool strict() const { return strict_; }
 
   absl::Status Error(std::string_view path, std::string_view what) const {
     return absl::InvalidArgumentError(StrCat(prefix_, ": ", path, ": ", what));
@@ -114,6 +119,9 @@ class Reader {
       }
       auto q = Quantity::Parse(text);
       if (!q) return Error(StrCat(p, ".", it.key()), StrCat("invalid quantity \"", text, "\""));
+      if (strict_ && q->nanos() < 0) {
+        return Error(StrCat(p, ".", it.key()), StrCat("Invalid value: \"", text, "\": must be greater than or equal to 0"));
+      }
       (*out)[it.key()] = *q;
     }
     return absl::OkStatus();
@@ -148,6 +156,7 @@ class Reader {
 
  private:
   std::string prefix_;
+  bool strict_;
 };
 
 std::string KindAndKey(std::string_view kind, const json& j) {
@@ -231,6 +240,26 @@ absl::Status OptionalSelector(const Reader& r, const json& j, const char* key, c
   });
 }
 
+// field.NotSupported: `value` must be one of `allowed` ("" passes when `empty_ok`).
+absl::Status OneOf(const Reader& r, std::string_view path, const std::string& value,
+                   std::initializer_list<const char*> allowed, bool empty_ok) {
+  if (!r.strict() || (empty_ok && value.empty())) return absl::OkStatus();
+  std::string list;
+  for (const char* a : allowed) {
+    if (value == a) return absl::OkStatus();
+    list += StrCat(list.empty() ? "" : ", ", "\"", a, "\"");
+  }
+  if (value.empty()) return r.Error(path, "Required value");
+  return r.Error(path, StrCat("Unsupported value: \"", value, "\": supported values: ", list));
+}
+
+// A preferred term's weight: the API server admits 1-100.
+absl::Status Weight(const Reader& r, const json& j, std::string_view path, int32_t* out) {
+  KPLACE_RETURN_IF_ERROR(r.Integer(j, "weight", path, out));
+  if (r.strict() && (*out < 1 || *out > 100)) return r.Error(Reader::Join(path, "weight"), StrCat("Invalid value: ", *out, ": must be in the range 1-100"));
+  return absl::OkStatus();
+}
+
 absl::Status DecodeNodeSelectorRequirements(const Reader& r, const json& j, const char* key,
                                             const std::string& p,
                                             std::vector<NodeSelectorRequirement>* out) {
@@ -269,7 +298,7 @@ absl::Status DecodePodAffinity(const Reader& r, const json& j, const std::string
   return r.Array(j, "preferredDuringSchedulingIgnoredDuringExecution", p,
                  [&](const json& e, const std::string& ep) -> absl::Status {
                    WeightedPodAffinityTerm w;
-                   KPLACE_RETURN_IF_ERROR(r.Integer(e, "weight", ep, &w.weight));
+                   KPLACE_RETURN_IF_ERROR(Weight(r, e, ep, &w.weight));
                    KPLACE_RETURN_IF_ERROR(r.Object(e, "podAffinityTerm", ep, [&](const json& t, const std::string& tp) {
                      return DecodePodAffinityTerm(r, t, tp, &w.term);
                    }));
@@ -294,7 +323,7 @@ absl::Status DecodeAffinity(const Reader& r, const json& j, const std::string& p
     return r.Array(na, "preferredDuringSchedulingIgnoredDuringExecution", np,
                    [&](const json& e, const std::string& ep) -> absl::Status {
                      PreferredSchedulingTerm term;
-                     KPLACE_RETURN_IF_ERROR(r.Integer(e, "weight", ep, &term.weight));
+                     KPLACE_RETURN_IF_ERROR(Weight(r, e, ep, &term.weight));
                      KPLACE_RETURN_IF_ERROR(r.Object(e, "preference", ep, [&](const json& t, const std::string& tp) {
                        return DecodeNodeSelectorTerm(r, t, tp, &term.preference);
                      }));
@@ -429,6 +458,17 @@ absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string&
     KPLACE_RETURN_IF_ERROR(r.String(t, "operator", tp, &tol.op));
     KPLACE_RETURN_IF_ERROR(r.String(t, "value", tp, &tol.value));
     KPLACE_RETURN_IF_ERROR(r.String(t, "effect", tp, &tol.effect));
+    // Gt and Lt: TaintTolerationComparisonOperators (the plugin decides what they mean).
+    KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(tp, "operator"), tol.op, {"Equal", "Exists", "Gt", "Lt"}, true));
+    KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(tp, "effect"), tol.effect, {"NoExecute", "NoSchedule", "PreferNoSchedule"}, true));
+    if (r.strict() && tol.op == "Exists" && !tol.value.empty()) {
+      return r.Error(Reader::Join(tp, "operator"), "Invalid value: \"Exists\": value must be empty when `operator` is 'Exists'");
+    }
+    if (r.strict() && tol.key.empty() && tol.op != "Exists") {
+      return r.Error(Reader::Join(tp, "operator"),
+                     StrCat("Invalid value: \"", tol.op, "\": operator must be Exists when `key` is empty, which means "
+                            "\"match all values and all keys\""));
+    }
     if (Reader::Has(t, "tolerationSeconds")) {
       int64_t s = 0;
       KPLACE_RETURN_IF_ERROR(r.Integer(t, "tolerationSeconds", tp, &s));
@@ -455,6 +495,26 @@ absl::Status DecodePodSpec(const Reader& r, const json& spec, const std::string&
       (std::string_view(key) == "nodeAffinityPolicy" ? t.node_affinity_policy : t.node_taints_policy) = v;
     }
     KPLACE_RETURN_IF_ERROR(r.StringList(c, "matchLabelKeys", cp, &t.match_label_keys));
+    if (!r.strict()) {
+      // upstream's test tables: taken as written
+    } else if (t.max_skew <= 0) {
+      return  r.Error(Reader::Join(cp, "maxSkew"), StrCat("Invalid value: ", t.max_skew, ": must be greater than zero"));
+    } else if (t.topology_key.empty()) {
+      return r.Error(Reader::Join(cp, "topologyKey"), "Required value: can not be empty");
+    }
+    KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(cp, "whenUnsatisfiable"), t.when_unsatisfiable,
+                                 {"DoNotSchedule", "ScheduleAnyway"}, false));
+    if (t.min_domains && r.strict()) {
+      if (*t.min_domains <= 0) {
+        return r.Error(Reader::Join(cp, "minDomains"), StrCat("Invalid value: ", *t.min_domains, ": must be greater than zero"));
+      }
+      if (t.when_unsatisfiable != "DoNotSchedule") {
+        return r.Error(Reader::Join(cp, "minDomains"),
+                       StrCat("Invalid value: ", *t.min_domains, ": can only use minDomains if whenUnsatisfiable=DoNotSchedule"));
+      }
+    }
+    if (t.node_affinity_policy) KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(cp, "nodeAffinityPolicy"), *t.node_affinity_policy, {"Honor", "Ignore"}, false));
+    if (t.node_taints_policy) KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(cp, "nodeTaintsPolicy"), *t.node_taints_policy, {"Honor", "Ignore"}, false));
     pod->topology_spread_constraints.push_back(std::move(t));
     return absl::OkStatus();
   }));
@@ -518,8 +578,8 @@ std::string ObjectKey(const ObjectMeta& meta) {
   return meta.namespace_.empty() ? meta.name : StrCat(meta.namespace_, "/", meta.name);
 }
 
-absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where) {
-  Reader r(Prefix(where, "Node", j));
+absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where, bool strict) {
+  Reader r(Prefix(where, "Node", j), strict);
   Node node;
   KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &node.meta, /*namespaced=*/false));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) -> absl::Status {
@@ -529,6 +589,8 @@ absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where) {
       KPLACE_RETURN_IF_ERROR(r.String(t, "key", tp, &taint.key));
       KPLACE_RETURN_IF_ERROR(r.String(t, "value", tp, &taint.value));
       KPLACE_RETURN_IF_ERROR(r.String(t, "effect", tp, &taint.effect));
+      if (r.strict() && taint.key.empty()) return r.Error(Reader::Join(tp, "key"), "Required value");
+      KPLACE_RETURN_IF_ERROR(OneOf(r, Reader::Join(tp, "effect"), taint.effect, {"NoExecute", "NoSchedule", "PreferNoSchedule"}, false));
       node.taints.push_back(std::move(taint));
       return absl::OkStatus();
     });
@@ -547,8 +609,8 @@ absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where) {
   return node;
 }
 
-absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where) {
-  Reader r(Prefix(where, "Pod", j));
+absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where, bool strict) {
+  Reader r(Prefix(where, "Pod", j), strict);
   Pod pod;
   KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pod.meta, /*namespaced=*/true));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) {

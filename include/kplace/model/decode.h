@@ -38,10 +38,13 @@ absl::Status DecodeDocument(const nlohmann::json& doc, std::string_view file, Ob
  *  scheduling)", kinds sorted by name; "" when nothing was skipped. */
 std::string SkippedLine(const SkippedKinds& skipped);
 
-/** @brief Decodes a core/v1 Node. `where` prefixes error messages (e.g. "nodes.json"). */
-absl::StatusOr<Node> DecodeNode(const nlohmann::json& j, std::string_view where);
-/** @brief Decodes a core/v1 Pod. */
-absl::StatusOr<Pod> DecodePod(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a core/v1 Node. `where` prefixes error messages (e.g. "nodes.json").
+ *  `strict`: the API server's value rules apply (non-negative quantities, taint effects);
+ *  false for objects of upstream's test tables, which never passed through it. */
+absl::StatusOr<Node> DecodeNode(const nlohmann::json& j, std::string_view where, bool strict = true);
+/** @brief Decodes a core/v1 Pod (`strict` as DecodeNode: also toleration operators and
+ *  effects, topology spread fields, preferred weights). */
+absl::StatusOr<Pod> DecodePod(const nlohmann::json& j, std::string_view where, bool strict = true);
 /** @brief Decodes a metav1.LabelSelector (`path` names it in errors). */
 absl::StatusOr<LabelSelector> DecodeLabelSelector(const nlohmann::json& j, std::string_view where);
 /** @brief Decodes a Service, ReplicaSet, StatefulSet or ReplicationController. */
