@@ -322,11 +322,28 @@ int Schedule(int argc, char** argv, bool explain_command) {
 
   ObjectSet cluster;
   SkippedKinds skipped;
+  // Where each node and pod came from: an object given twice is an error naming both files.
+  std::map<std::string, std::string> node_file, pod_file;
+  auto note = [&](std::map<std::string, std::string>& seen, const char* kind, const std::string& key,
+                  const std::string& file) {
+    auto [it, fresh] = seen.emplace(key, file);
+    if (fresh) return true;
+    std::fprintf(stderr, "kplace schedule: %s %s is given twice: in %s and in %s\n", kind, key.c_str(), it->second.c_str(),
+                 file.c_str());
+    return false;
+  };
   for (const std::string& f : cluster_files) {
+    const size_t nodes_before = cluster.nodes.size(), pods_before = cluster.pods.size();
     absl::Status s = DecodeFile(f, &cluster, &skipped);
     if (!s.ok()) {
       std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
       return 1;
+    }
+    for (size_t i = nodes_before; i < cluster.nodes.size(); ++i) {
+      if (!note(node_file, "Node", cluster.nodes[i].meta.name, f)) return 1;
+    }
+    for (size_t i = pods_before; i < cluster.pods.size(); ++i) {
+      if (!note(pod_file, "Pod", ObjectKey(cluster.pods[i].meta), f)) return 1;
     }
   }
   // Pending pods: every pod without a node, from --pods and from the cluster files; the
@@ -341,6 +358,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
       return 1;
     }
     for (Pod& p : set.pods) {
+      if (!note(pod_file, "Pod", ObjectKey(p.meta), f)) return 1;
       if (p.node_name.empty()) pending.push_back(std::move(p));
       else cluster.pods.push_back(std::move(p));
     }
@@ -350,6 +368,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
   {
     std::vector<Pod> bound;
     for (Pod& p : cluster.pods) {
+      if (!p.node_name.empty() && !node_file.count(p.node_name) && p.phase != "Succeeded" && p.phase != "Failed") {
+        // The scheduler's cache counts a pod on its node only when it knows the node.
+        std::fprintf(stderr, "kplace schedule: warning: Pod %s is bound to node %s, which is not in the snapshot; ignored\n",
+                     ObjectKey(p.meta).c_str(), p.node_name.c_str());
+      }
       if (!p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") bound.push_back(std::move(p));
       else pending.push_back(std::move(p));
     }

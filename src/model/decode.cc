@@ -1,6 +1,7 @@
 #include "kplace/model/decode.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
@@ -797,11 +798,16 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
 }
 
 absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return absl::InvalidArgumentError(StrCat(path, ": is a directory, not a file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return absl::InvalidArgumentError(StrCat(path, ": empty file: no Kubernetes objects"));
+  }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, path));
   for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, path, out, skipped));
   return absl::OkStatus();

@@ -402,5 +402,27 @@ TEST_F(ScheduleCliTest, IntegerFlagsOutOfRangeAreRefused) {
   EXPECT_EQ(Run({"schedule", "--batch", "-99999999999999999999"}, &out), 2);
 }
 
+// Inputs that used to be accepted silently: a node or pod given twice, an empty file, a
+// directory in place of a file.
+TEST_F(ScheduleCliTest, DuplicatesEmptyFilesAndDirectoriesAreRefused) {
+  json out;
+  std::string nodes = Write("n.json", List(json::array({Node("a")})));
+  std::string again = Write("n2.json", List(json::array({Node("a")})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", again}, &out), 1);
+  std::string pods = Write("p.json", List(json::array({Pod("p", "1")})));
+  std::string same = Write("p2.json", List(json::array({Pod("p", "1")})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods, "--pods", same}, &out), 1);
+  std::string bound = Write("b.json", List(json::array({Pod("p", "1", {{"nodeName", "a"}})})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", bound, "--pods", pods}, &out), 1);
+  std::string empty = (dir_ / "empty.json").string();
+  std::ofstream(empty) << "  \n";
+  EXPECT_EQ(Run({"schedule", "--cluster", empty}, &out), 1);
+  EXPECT_EQ(Run({"schedule", "--cluster", dir_.string()}, &out), 1);
+  // A pod bound to a node the snapshot lacks is ignored (with a warning), as the cache would.
+  std::string elsewhere = Write("e.json", List(json::array({Pod("q", "4", {{"nodeName", "gone"}})})));
+  ASSERT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", elsewhere, "--pods", pods}, &out), 0);
+  EXPECT_EQ(out["placements"][0]["node"], "a");
+}
+
 }  // namespace
 }  // namespace kplace
