@@ -13,6 +13,7 @@
 #include "kplace/common/strings.h"
 #include "absl/time/time.h"
 #include "kplace/common/status.h"
+#include "kplace/model/validation.h"
 
 namespace kplace {
 namespace {
@@ -192,7 +193,8 @@ absl::Status Timestamp(const Reader& r, const json& j, const char* key, std::str
   return absl::OkStatus();
 }
 
-absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool namespaced) {
+// `labels`: apply ValidateLabels (pods and nodes, whose labels every selector reads).
+absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool namespaced, bool labels = false) {
   if (!j.is_object()) return r.Error("", StrCat("expected an object, got ", j.type_name()));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "metadata", "", [&](const json& m, const std::string& p) -> absl::Status {
     KPLACE_RETURN_IF_ERROR(r.String(m, "name", p, &meta->name));
@@ -217,6 +219,18 @@ absl::Status DecodeMeta(const Reader& r, const json& j, ObjectMeta* meta, bool n
   }));
   if (meta->name.empty()) return r.Error("metadata.name", "missing");
   if (namespaced && meta->namespace_.empty()) meta->namespace_ = "default";
+  if (labels && r.strict()) {
+    // ValidateLabels: qualified-name keys, label values; the first error of the first bad label.
+    for (const auto& [key, value] : meta->labels) {
+      std::vector<std::string> errs = QualifiedNameErrors(key);
+      if (!errs.empty()) return r.Error("metadata.labels", StrCat("Invalid value: ", GoQuote(key), ": ", errs[0]));
+      errs = LabelValueErrors(value);
+      if (!errs.empty()) {
+        std::string shown = value.size() > 64 ? value.substr(0, 64) + "..." : value;
+        return r.Error("metadata.labels", StrCat("Invalid value: ", GoQuote(shown), ": ", errs[0]));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -582,7 +596,7 @@ std::string ObjectKey(const ObjectMeta& meta) {
 absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where, bool strict) {
   Reader r(Prefix(where, "Node", j), strict);
   Node node;
-  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &node.meta, /*namespaced=*/false));
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &node.meta, /*namespaced=*/false, /*labels=*/true));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) -> absl::Status {
     KPLACE_RETURN_IF_ERROR(r.Bool(spec, "unschedulable", p, &node.unschedulable));
     return r.Array(spec, "taints", p, [&](const json& t, const std::string& tp) -> absl::Status {
@@ -613,7 +627,7 @@ absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where, bool stri
 absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where, bool strict) {
   Reader r(Prefix(where, "Pod", j), strict);
   Pod pod;
-  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pod.meta, /*namespaced=*/true));
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &pod.meta, /*namespaced=*/true, /*labels=*/true));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](const json& spec, const std::string& p) {
     return DecodePodSpec(r, spec, p, &pod);
   }));

@@ -57,6 +57,30 @@ bool TooDeep(std::string_view text, bool yaml, int* line) {
   return false;
 }
 
+// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
+bool ValidUtf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (len == 0 || c > 0xF4 || i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+    }
+    if (c == 0xE0 && p[i + 1] < 0xA0) return false;  // overlong
+    if (c == 0xED && p[i + 1] >= 0xA0) return false;  // surrogate
+    if (c == 0xF0 && p[i + 1] < 0x90) return false;  // overlong
+    if (c == 0xF4 && p[i + 1] >= 0x90) return false;  // past U+10FFFF
+    i += len;
+  }
+  return true;
+}
+
 struct YamlError {
   int line;
   std::string what;
@@ -87,6 +111,8 @@ class JsonBuilder final : public YAML::EventHandler {
   }
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
+    // JSON (and so every later stage) holds UTF-8 only; the JSON parser checks its input.
+    if (!ValidUtf8(value)) throw YamlError{mark.line + 1, "invalid UTF-8 in a scalar"};
     Add(mark, Scalar(tag, value), anchor, 1, &value);
   }
   void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,

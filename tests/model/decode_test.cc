@@ -443,6 +443,13 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
   ObjectSet set;
   absl::Status st = DecodeText(R"({"kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "-4"}}})", &set, "n.json");
   EXPECT_EQ(std::string(st.message()).rfind("n.json: Node n: status.allocatable.cpu: Invalid value: \"-4\"", 0), 0u) << st;
+  st = DecodeText(R"({"kind": "Node", "metadata": {"name": "n", "labels": {"zone": ")" + std::string(70, 'z') + R"("}}})", &set, "n.json");
+  EXPECT_EQ(std::string(st.message()).rfind("n.json: Node n: metadata.labels: Invalid value: \"zzz", 0), 0u) << st;
+  EXPECT_NE(std::string(st.message()).find("must be no more than 63 characters"), std::string::npos) << st;
+  st = DecodeText(R"({"kind": "Node", "metadata": {"name": "n", "labels": {"-bad": "x"}}})", &set, "n.json");
+  EXPECT_EQ(std::string(st.message()).rfind("n.json: Node n: metadata.labels: Invalid value: \"-bad\": ", 0), 0u) << st;
+  auto bad_utf8 = ParseDocuments("kind: Pod\nmetadata: {name: \"p\xff\"}\n", "u.yaml");
+  EXPECT_EQ(std::string(bad_utf8.status().message()), "u.yaml: invalid YAML at line 2: invalid UTF-8 in a scalar");
   // Upstream's test tables bypass the API server: the same values decode when not strict.
   auto lenient = DecodePod(json::parse(pod + R"({"tolerations": [{"operator": "Equal", "value": "v"}]}})"), "t", false);
   EXPECT_TRUE(lenient.ok()) << lenient.status();
