@@ -68,8 +68,10 @@ std::string Mib(int64_t bytes) {
 std::string MachineLine() {
   struct utsname u {};
   uname(&u);
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
   return StrCat(u.machine, ", ", std::thread::hardware_concurrency(), " hardware threads, OMP_NUM_THREADS=",
-                std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)");
+                std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "(unset)", ", OMP_WAIT_POLICY=",
+                policy ? policy : "(unset)", std::getenv("KPLACE_OMP_WAIT_POLICY_DEFAULTED") ? " (kplace's default)" : "");
 }
 
 void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options) {
