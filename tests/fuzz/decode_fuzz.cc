@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kplace::ObjectSet set;
   for (const nlohmann::json& doc : *docs) {
     (void)kplace::DecodeDocument(doc, "fuzz.yaml", &set);
-    if (doc.is_object() && doc.value("kind", "") == "KubeSchedulerConfiguration") {
+    // value() throws when "kind" holds something other than a string (kind: null).
+    auto kind = doc.is_object() ? doc.find("kind") : doc.end();
+    if (doc.is_object() && kind != doc.end() && *kind == "KubeSchedulerConfiguration") {
       (void)kplace::DecodeSchedulerConfig(doc, "fuzz.yaml");
     }
   }
