@@ -158,4 +158,30 @@ bool ParseBackend(const std::string& text, engine::Backend* out) {
   return false;
 }
 
+bool ParseFeatureGates(const std::string& command, const std::string& text, FeatureGates* out) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (!KnownFeatureGates().count(name)) {
+      std::string known;
+      for (const auto& [gate, on] : KnownFeatureGates()) known += (known.empty() ? "" : ", ") + gate;
+      std::fprintf(stderr, "kplace %s: --feature-gates: unknown feature gate \"%s\" (kplace knows %s)\n", command.c_str(),
+                   name.c_str(), known.c_str());
+      return false;
+    }
+    if (value != "true" && value != "false") {
+      std::fprintf(stderr, "kplace %s: --feature-gates: %s: expected true or false, got \"%s\"\n", command.c_str(),
+                   name.c_str(), value.c_str());
+      return false;
+    }
+    out->overrides[name] = value == "true";
+  }
+  return true;
+}
+
 }  // namespace kplace::cli

@@ -289,6 +289,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
                              "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
   bool& verify = flags.Bool("verify", "engine: schedule per pod and batched, and fail on any difference");
+  std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false,DRAExtendedResource=true");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;
   if (cluster_files.empty()) {
@@ -315,6 +316,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     return 2;
   }
   options.batch = static_cast<int32_t>(batch);
+  if (!ParseFeatureGates(explain_command ? "explain" : "schedule", feature_gates, &options.gates)) return 2;
   if (verify && use_reference) {
     std::fprintf(stderr, "kplace schedule: --verify compares the engine's paths; it does not apply to --reference\n");
     return 2;

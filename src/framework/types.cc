@@ -60,6 +60,8 @@ std::string PluginStatus::Message() const {
   return out;
 }
 
+const std::map<std::string, bool>& KnownFeatureGates() { return DefaultGates(); }
+
 bool FeatureGates::Enabled(const std::string& gate) const {
   auto it = overrides.find(gate);
   if (it != overrides.end()) return it->second;

@@ -424,5 +424,15 @@ TEST_F(ScheduleCliTest, DuplicatesEmptyFilesAndDirectoriesAreRefused) {
   EXPECT_EQ(out["placements"][0]["node"], "a");
 }
 
+TEST_F(ScheduleCliTest, FeatureGatesAreValidated) {
+  json out;
+  std::string nodes = Write("n.json", List(json::array({Node("a")})));
+  std::string pods = Write("p.json", List(json::array({Pod("p", "1")})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods, "--feature-gates", "SchedulerAsyncPreemption=false"}, &out), 0);
+  EXPECT_EQ(out["placements"][0]["node"], "a");
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--feature-gates", "NoSuchGate=true"}, &out), 2);
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--feature-gates", "ImageVolume=maybe"}, &out), 2);
+}
+
 }  // namespace
 }  // namespace kplace

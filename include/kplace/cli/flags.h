@@ -45,6 +45,11 @@ class Flags {
   std::string positional_name_, positional_help_;
 };
 
+/** kube-scheduler's --feature-gates syntax, "A=true,B=false", into `out->overrides`; prints
+ *  an error naming `command` and returns false for a gate kplace does not know or a value
+ *  that is not true/false. */
+bool ParseFeatureGates(const std::string& command, const std::string& text, FeatureGates* out);
+
 /** auto, omp or cuda; prints an error and returns false when unknown or unavailable. */
 bool ParseBackend(const std::string& text, engine::Backend* out);
 

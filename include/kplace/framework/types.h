@@ -63,4 +63,8 @@ struct FeatureGates {
   bool Enabled(const std::string& gate) const;
 };
 
+/** The gates kplace knows (each changes what some plugin or the cycle does), with their
+ *  v1.37 defaults. */
+const std::map<std::string, bool>& KnownFeatureGates();
+
 }  // namespace kplace
