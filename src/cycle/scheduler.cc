@@ -636,14 +636,14 @@ class CycleScheduler final : public Scheduler {
 
   // Builds the state of every profile over `objects` (kept alive by the scheduler).
   absl::Status Build(const ObjectSet& objects) {
-    auto volume_assume = state_.volume_assume;
-    state_ = reference::MakeClusterState(objects, options_.gates);
-    if (volume_assume) state_.volume_assume = volume_assume;  // what Reserve assumed so far stays
     bound_.clear();
     evaluators_.clear();
     for (auto& b : batches_) b->AddStats(&retired_stats_);
     batches_.clear();
     if (options_.reference) {
+      auto volume_assume = state_.volume_assume;
+      state_ = reference::MakeClusterState(objects, options_.gates);
+      if (volume_assume) state_.volume_assume = volume_assume;  // what Reserve assumed so far stays
       for (const Profile& p : config_.profiles) {
         auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
         KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
@@ -651,7 +651,10 @@ class CycleScheduler final : public Scheduler {
       }
       return absl::OkStatus();
     }
-    snapshot_ = std::make_unique<engine::Snapshot>(objects, options_.gates);
+    // What VolumeBinding assumed for pods bound so far stays across a rebuild.
+    std::shared_ptr<plugins::volume::VolumeAssumeCache> assumed;
+    if (snapshot_) assumed = snapshot_->shared_volume_assume_cache();
+    snapshot_ = std::make_unique<engine::Snapshot>(objects, options_.gates, std::move(assumed));
     for (const Profile& p : config_.profiles) {
       std::string error;
       auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);

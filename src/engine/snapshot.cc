@@ -18,8 +18,11 @@ int32_t Interner::Find(std::string_view s) const {
   return it == ids_.end() ? kNoId : it->second;
 }
 
-Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates)
-    : objects_(&objects), gates_(std::move(gates)), volume_assume_(std::make_shared<plugins::volume::VolumeAssumeCache>()) {
+Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates,
+                   std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume)
+    : objects_(&objects),
+      gates_(std::move(gates)),
+      volume_assume_(volume_assume ? std::move(volume_assume) : std::make_shared<plugins::volume::VolumeAssumeCache>()) {
   nodes_.reserve(objects.nodes.size());
   for (const Node& n : objects.nodes) {
     NodeIndex i = static_cast<NodeIndex>(nodes_.size());

@@ -39,8 +39,11 @@ class Interner {
 /** Nodes, bound pods and interned labels. Pods bound during scheduling are owned here. */
 class Snapshot {
  public:
-  /** Builds from decoded objects; the ObjectSet must outlive the snapshot. */
-  Snapshot(const ObjectSet& objects, FeatureGates gates);
+  /** Builds from decoded objects; the ObjectSet must outlive the snapshot. `volume_assume`:
+   *  the VolumeBinding assumptions to carry on (a snapshot built again after a preemption);
+   *  null starts empty. */
+  Snapshot(const ObjectSet& objects, FeatureGates gates,
+           std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume = nullptr);
 
   int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
   const Node& node(NodeIndex i) const { return *nodes_[i]; }
@@ -68,6 +71,7 @@ class Snapshot {
    *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
    *  assumes them, written by VolumeBinding when it binds a pod, shared by every profile. */
   plugins::volume::VolumeAssumeCache& volume_assume_cache() const { return *volume_assume_; }
+  const std::shared_ptr<plugins::volume::VolumeAssumeCache>& shared_volume_assume_cache() const { return volume_assume_; }
 
  private:
   const ObjectSet* objects_;
