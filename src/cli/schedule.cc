@@ -243,7 +243,7 @@ json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const 
 }
 
 // The default profile names plugins a build may not have yet; leave those out loudly.
-void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options) {
+void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options, const char* who) {
   std::vector<std::string> built = options.reference ? reference::RegisteredPlugins()
                                                      : engine::RegisteredPlugins(options.backend);
   std::set<std::string> missing;
@@ -262,10 +262,11 @@ void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options)
   if (missing.empty()) return;
   std::string names;
   for (const std::string& n : missing) names += (names.empty() ? "" : ", ") + n;
-  std::fprintf(stderr, "kplace schedule: warning: default plugins not built in this kplace, left out: %s\n", names.c_str());
+  std::fprintf(stderr, "%s: warning: default plugins not built in this kplace, left out: %s\n", who, names.c_str());
 }
 
 int Schedule(int argc, char** argv, bool explain_command) {
+  const char* who = explain_command ? "kplace explain" : "kplace schedule";
   Flags flags(explain_command ? "explain" : "schedule",
               explain_command
                   ? "Schedules like `kplace schedule` and explains each decision: per node, each plugin's filter\n"
@@ -297,7 +298,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     return 2;
   }
   if (output != "json" && output != "yaml" && output != "pods") {
-    std::fprintf(stderr, "kplace schedule: --output must be json, yaml or pods, got \"%s\"\n", output.c_str());
+    std::fprintf(stderr, "%s: --output must be json, yaml or pods, got \"%s\"\n", who, output.c_str());
     return 2;
   }
   cycle::Options options;
@@ -307,18 +308,18 @@ int Schedule(int argc, char** argv, bool explain_command) {
   if (tie_break == "random") {
     options.tie_break = cycle::TieBreak::kRandom;
   } else if (tie_break != "heap") {
-    std::fprintf(stderr, "kplace schedule: --tie-break must be heap or random\n");
+    std::fprintf(stderr, "%s: --tie-break must be heap or random\n", who);
     return 2;
   }
   if (!use_reference && !ParseBackend(backend, &options.backend)) return 2;
   if (batch < 1 || batch > INT32_MAX) {
-    std::fprintf(stderr, "kplace schedule: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
+    std::fprintf(stderr, "%s: --batch must be at least 1, got %lld\n", who, static_cast<long long>(batch));
     return 2;
   }
   options.batch = static_cast<int32_t>(batch);
   if (!ParseFeatureGates(explain_command ? "explain" : "schedule", feature_gates, &options.gates)) return 2;
   if (verify && use_reference) {
-    std::fprintf(stderr, "kplace schedule: --verify compares the engine's paths; it does not apply to --reference\n");
+    std::fprintf(stderr, "%s: --verify compares the engine's paths; it does not apply to --reference\n", who);
     return 2;
   }
 
@@ -330,7 +331,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
                   const std::string& file) {
     auto [it, fresh] = seen.emplace(key, file);
     if (fresh) return true;
-    std::fprintf(stderr, "kplace schedule: %s %s is given twice: in %s and in %s\n", kind, key.c_str(), it->second.c_str(),
+    std::fprintf(stderr, "%s: %s %s is given twice: in %s and in %s\n", who, kind, key.c_str(), it->second.c_str(),
                  file.c_str());
     return false;
   };
@@ -338,7 +339,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     const size_t nodes_before = cluster.nodes.size(), pods_before = cluster.pods.size();
     absl::Status s = DecodeFile(f, &cluster, &skipped);
     if (!s.ok()) {
-      std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
     }
     for (size_t i = nodes_before; i < cluster.nodes.size(); ++i) {
@@ -356,7 +357,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     ObjectSet set;
     absl::Status s = DecodeFile(f, &set, &skipped);
     if (!s.ok()) {
-      std::fprintf(stderr, "kplace schedule: %s\n", std::string(s.message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
     }
     for (Pod& p : set.pods) {
@@ -372,7 +373,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     for (Pod& p : cluster.pods) {
       if (!p.node_name.empty() && !node_file.count(p.node_name) && p.phase != "Succeeded" && p.phase != "Failed") {
         // The scheduler's cache counts a pod on its node only when it knows the node.
-        std::fprintf(stderr, "kplace schedule: warning: Pod %s is bound to node %s, which is not in the snapshot; ignored\n",
+        std::fprintf(stderr, "%s: warning: Pod %s is bound to node %s, which is not in the snapshot; ignored\n", who,
                      ObjectKey(p.meta).c_str(), p.node_name.c_str());
       }
       if (!p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") bound.push_back(std::move(p));
@@ -380,9 +381,9 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     cluster.pods = std::move(bound);
   }
-  if (!skipped.empty()) std::fprintf(stderr, "kplace schedule: %s\n", SkippedLine(skipped).c_str());
+  if (!skipped.empty()) std::fprintf(stderr, "%s: %s\n", who, SkippedLine(skipped).c_str());
   for (std::vector<Pod>* pods : {&cluster.pods, &pending}) {
-    absl::Status s = ResolvePriorities(cluster, pods, "kplace schedule");
+    absl::Status s = ResolvePriorities(cluster, pods, who);
     if (!s.ok()) {
       std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
       return 1;
@@ -415,28 +416,27 @@ int Schedule(int argc, char** argv, bool explain_command) {
   if (!config_file.empty()) {
     auto c = LoadSchedulerConfig(config_file);
     if (!c.ok()) {
-      std::fprintf(stderr, "kplace schedule: %s\n", std::string(c.status().message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", who, std::string(c.status().message()).c_str());
       return 1;
     }
     config = *c;
   } else {
-    DropUnbuiltDefaults(&config, options);
+    DropUnbuiltDefaults(&config, options, who);
   }
   std::vector<size_t> order = cycle::QueueOrder(pending);
   std::vector<cycle::Placement> placements;
   if (verify) {
     auto c = cycle::CompareBatched(cluster, config, options, pending);
     if (!c.ok()) {
-      std::fprintf(stderr, "kplace schedule: %s\n", std::string(c.status().message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", who, std::string(c.status().message()).c_str());
       return 1;
     }
     if (!c->same()) {
-      std::fprintf(stderr, "kplace schedule: --verify: batched and per-pod scheduling differ: %lld of %lld placements; %s\n",
+      std::fprintf(stderr, "%s: --verify: batched and per-pod scheduling differ: %lld of %lld placements; %s\n", who,
                    static_cast<long long>(c->mismatches), static_cast<long long>(c->pods), c->first_mismatch.c_str());
       return 1;
     }
-    std::fprintf(stderr,
-                 "kplace schedule: --verify: %lld placements and the final start index (%d) identical per pod and batched\n",
+    std::fprintf(stderr, "%s: --verify: %lld placements and the final start index (%d) identical per pod and batched\n", who,
                  static_cast<long long>(c->pods), c->batched_next_start);
     if (!explain) placements = std::move(options.batch > 1 ? c->batched : c->per_pod);
   }
@@ -444,14 +444,14 @@ int Schedule(int argc, char** argv, bool explain_command) {
     placements.clear();
     auto scheduler = cycle::Scheduler::Create(cluster, config, options);
     if (!scheduler.ok()) {
-      std::fprintf(stderr, "kplace schedule: %s\n", std::string(scheduler.status().message()).c_str());
+      std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
       return 1;
     }
     size_t attempts = 0;
     placements = (*scheduler)->ScheduleAll(pending, [&](const cycle::Placement& p) {
       if (klog) PrintKlog(p, stderr);
       if (order.size() >= 1000 && ++attempts % 1000 == 0) {
-        std::fprintf(stderr, "kplace schedule: %zu cycles for %zu pods\n", attempts, order.size());
+        std::fprintf(stderr, "%s: %zu cycles for %zu pods\n", who, attempts, order.size());
       }
       return true;
     });
@@ -504,7 +504,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     std::ofstream out(out_file);
     out << text;
     if (!out) {
-      std::fprintf(stderr, "kplace schedule: cannot write %s\n", out_file.c_str());
+      std::fprintf(stderr, "%s: cannot write %s\n", who, out_file.c_str());
       return 1;
     }
   }
