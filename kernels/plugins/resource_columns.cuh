@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/backend.cuh"
+#include "kplace/common/int_math.h"
 #include "kplace/model/requests.h"
 #include "kplace/plugins/node_resources_fit.h"
 
@@ -76,7 +77,7 @@ class ResourceColumns {
       scalar_adds.emplace_back(entry, v);
     }
     auto add = [](Column<int64_t>& c, size_t k, int64_t v) {
-      if (v != 0) c.Set(k, c.host[k] + v);
+      if (v != 0) c.Set(k, SaturatingAdd(c.host[k], v));
     };
     EachRequestColumn(i, delta, add);
     for (const auto& [entry, v] : scalar_adds) add(req_scalar_, static_cast<size_t>(entry), v);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kplace/common/int_math.h"
 #include "kplace/model/validation.h"
 
 namespace kplace {
@@ -116,11 +117,12 @@ Resource Resource::From(const ResourceList& list, bool keep_pods) {
 }
 
 void Resource::Add(const Resource& o) {
-  milli_cpu += o.milli_cpu;
-  memory += o.memory;
-  ephemeral_storage += o.ephemeral_storage;
-  allowed_pods += o.allowed_pods;
-  for (const auto& [k, v] : o.scalars) scalars[k] += v;
+  // Quantities reach int64's range; their sums stay there (kplace/common/int_math.h).
+  milli_cpu = SaturatingAdd(milli_cpu, o.milli_cpu);
+  memory = SaturatingAdd(memory, o.memory);
+  ephemeral_storage = SaturatingAdd(ephemeral_storage, o.ephemeral_storage);
+  allowed_pods = SaturatingAdd(allowed_pods, o.allowed_pods);
+  for (const auto& [k, v] : o.scalars) scalars[k] = SaturatingAdd(scalars[k], v);
 }
 
 int64_t Resource::Get(std::string_view name) const {
@@ -147,8 +149,8 @@ void NodeResources::AddPod(const Pod& pod, bool pod_level_resources) {
     non_zero = PodRequests(pod, &NonZeroDefaults(), pod_level_resources);
   }
   Resource nz = Resource::From(non_zero, false);
-  non_zero_milli_cpu += nz.milli_cpu;
-  non_zero_memory += nz.memory;
+  non_zero_milli_cpu = SaturatingAdd(non_zero_milli_cpu, nz.milli_cpu);
+  non_zero_memory = SaturatingAdd(non_zero_memory, nz.memory);
   ++pod_count;
 }
 

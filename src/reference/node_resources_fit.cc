@@ -1,6 +1,7 @@
 // Reference NodeResourcesFit, straight from noderesources.md §3-§8.
 #include <cmath>
 
+#include "kplace/common/int_math.h"
 #include "kplace/model/requests.h"
 #include "kplace/reference/plugin.h"
 
@@ -82,30 +83,30 @@ class NodeResourcesFit final : public Plugin {
         continue;
       } else if (spec.name == "cpu") {
         a = r.allocatable.milli_cpu;
-        q = r.non_zero_milli_cpu + want;
+        q = SaturatingAdd(r.non_zero_milli_cpu, want);
       } else if (spec.name == "memory") {
         a = r.allocatable.memory;
-        q = r.non_zero_memory + want;
+        q = SaturatingAdd(r.non_zero_memory, want);
       } else if (spec.name == "ephemeral-storage") {
         a = r.allocatable.ephemeral_storage;
-        q = r.requested.ephemeral_storage + want;
+        q = SaturatingAdd(r.requested.ephemeral_storage, want);
       } else if (r.allocatable.scalars.count(spec.name)) {
         a = r.allocatable.scalars.at(spec.name);
-        q = r.requested.Get(spec.name) + want;
+        q = SaturatingAdd(r.requested.Get(spec.name), want);
       }
       if (a == 0) continue;
       if (args_.strategy == "MostAllocated") {
-        numerator += std::min(q, a) * kMaxNodeScore / a * spec.weight;
+        numerator += GoMul(std::min(q, a), kMaxNodeScore) / a * spec.weight;
         weights += spec.weight;
       } else if (args_.strategy == "RequestedToCapacityRatio") {
-        int64_t utilization = q > a ? kMaxNodeScore : q * kMaxNodeScore / a;
+        int64_t utilization = q > a ? kMaxNodeScore : GoMul(q, kMaxNodeScore) / a;
         int64_t s = Shape(utilization);
         if (s > 0) {
           numerator += s * spec.weight;
           weights += spec.weight;
         }
       } else {
-        numerator += (q > a ? 0 : (a - q) * kMaxNodeScore / a) * spec.weight;
+        numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * spec.weight;
         weights += spec.weight;
       }
     }

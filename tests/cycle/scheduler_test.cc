@@ -189,5 +189,35 @@ TEST(SchedulerTest, ScalarColumnsStayExactWhenBindsBringNewScalars) {
   EXPECT_FALSE(ignored_on.empty());
 }
 
+// Quantities at int64's edge: request sums saturate (two 5e18-milli containers used to wrap
+// negative and fit anywhere), and a node with a huge allocatable scores the same on the engine
+// and the reference (Go's wrapping products, no undefined behaviour).
+TEST(SchedulerTest, HugeQuantitiesNeitherWrapNorDiverge) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("small", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
+  cluster.nodes.push_back(MakeNode("huge", {{"cpu", "99999999999999999999Ei"}, {"memory", "1e400"}, {"pods", "110"}}));
+  std::vector<Placement> runs[2];
+  for (int side = 0; side < 2; ++side) {
+    Options o;
+    o.reference = side == 1;
+    auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Pod twice = MakePod("twice", {{"cpu", "5000000000000000"}});
+    twice.containers.push_back(twice.containers[0]);
+    Pod plain = MakePod("plain", {{"cpu", "1"}});
+    runs[side] = (*s)->ScheduleAll({twice, plain});
+  }
+  for (int side = 0; side < 2; ++side) {
+    ASSERT_EQ(runs[side].size(), 2u);
+    // The saturated sum fits only where allocatable is at int64's limit too.
+    EXPECT_EQ(runs[side][0].node, "huge") << side;
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(runs[0][k].node, runs[1][k].node) << k;
+    EXPECT_EQ(runs[0][k].score, runs[1][k].score) << k;
+    EXPECT_EQ(runs[0][k].message, runs[1][k].message) << k;
+  }
+}
+
 }  // namespace
 }  // namespace kplace::cycle

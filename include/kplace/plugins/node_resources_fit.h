@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kplace/common/host_device.h"
+#include "kplace/common/int_math.h"
 #include "kplace/framework/types.h"
 
 namespace kplace::plugins {
@@ -121,20 +122,20 @@ KPLACE_HOST_DEVICE inline void FitAllocatedAndRequested(const FitNodeView& v, co
   switch (r.kind) {
     case FitResourceKind::kCpu:
       *a = v.alloc_cpu_milli[i];
-      *q = (p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i]) + r.pod_request;
+      *q = SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], r.pod_request);
       break;
     case FitResourceKind::kMemory:
       *a = v.alloc_mem_bytes[i];
-      *q = (p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i]) + r.pod_request;
+      *q = SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], r.pod_request);
       break;
     case FitResourceKind::kEphemeral:
       *a = v.alloc_ephemeral_bytes[i];
-      *q = v.req_ephemeral_bytes[i] + r.pod_request;
+      *q = SaturatingAdd(v.req_ephemeral_bytes[i], r.pod_request);
       break;
     case FitResourceKind::kScalar:
       if (r.pod_request == 0 || r.scalar_slot < 0) return;
       FitScalar(v, r.scalar_slot, i, a, q);
-      *q += r.pod_request;
+      *q = SaturatingAdd(*q, r.pod_request);
       break;
     case FitResourceKind::kNone:
       return;
@@ -164,15 +165,15 @@ KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitSc
     if (a == 0) continue;
     switch (p.strategy) {
       case FitStrategy::kLeastAllocated:
-        numerator += (q > a ? 0 : (a - q) * kMaxNodeScore / a) * r.weight;
+        numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * r.weight;
         weights += r.weight;
         break;
       case FitStrategy::kMostAllocated:
-        numerator += ((q < a ? q : a) * kMaxNodeScore / a) * r.weight;
+        numerator += (GoMul(q < a ? q : a, kMaxNodeScore) / a) * r.weight;
         weights += r.weight;
         break;
       case FitStrategy::kRequestedToCapacityRatio: {
-        int64_t utilization = q > a ? kMaxNodeScore : q * kMaxNodeScore / a;
+        int64_t utilization = q > a ? kMaxNodeScore : GoMul(q, kMaxNodeScore) / a;
         int64_t s = FitShapeScore(p, utilization);
         if (s > 0) {  // zero-score resources drop out with their weight
           numerator += s * r.weight;

@@ -1,0 +1,25 @@
+#pragma once
+// Integer arithmetic with defined results at the extremes the API admits (quantities up to
+// int64's range): sums of requests saturate, and score products wrap as Go's int64 does, so
+// the engine and the reference agree and nothing is undefined. Host-safe and device-safe.
+#include <cstdint>
+#include <limits>
+
+#include "kplace/common/host_device.h"
+
+namespace kplace {
+
+/** a + b, clamped to int64's range. */
+KPLACE_HOST_DEVICE inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  if (b > 0 && a > kMax - b) return kMax;
+  if (b < 0 && a < kMin - b) return kMin;
+  return a + b;
+}
+
+/** a * b as Go's int64 computes it (two's-complement wrap-around). */
+KPLACE_HOST_DEVICE inline int64_t GoMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+}  // namespace kplace
