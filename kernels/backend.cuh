@@ -65,6 +65,11 @@ void WithPolicy(int64_t n, F&& f, int64_t serial_below = kOmpSerialBelow) {
 /** Copies a host vector into backend memory. */
 template <typename T>
 void Upload(const std::vector<T>& host, vector<T>* out) {
+  // Thrust's copies bind a reference to the first element even for an empty range.
+  if (host.empty()) {
+    out->clear();
+    return;
+  }
 #if defined(KPLACE_BACKEND_OMP)
   out->resize(host.size());  // no parallel region unless it grows
   std::copy(host.begin(), host.end(), thrust::raw_pointer_cast(out->data()));
@@ -133,14 +138,7 @@ struct Column {
   std::vector<T> host;
   vector<T> dev;
 
-  void Upload() {
-    // Thrust's assign binds a reference to the first element even for an empty range.
-    if (host.empty()) {
-      dev.clear();
-      return;
-    }
-    dev.assign(host.begin(), host.end());
-  }
+  void Upload() { ::kplace::KPLACE_BACKEND_NS::Upload(host, &dev); }
   void Set(size_t i, T v) {
     host[i] = v;
     dev[i] = v;

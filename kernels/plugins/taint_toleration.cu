@@ -36,7 +36,7 @@ class TolerationList {
   void Set(const std::vector<CompiledToleration>& list) {
     if (uploaded_ && SameAs(list)) return;
     host_ = list;
-    dev_.assign(host_.begin(), host_.end());
+    Upload(host_, &dev_);
     uploaded_ = true;
   }
   TaintTolerationParams Params() const {
