@@ -141,7 +141,11 @@ struct Column {
   void Upload() { ::kplace::KPLACE_BACKEND_NS::Upload(host, &dev); }
   void Set(size_t i, T v) {
     host[i] = v;
+#if defined(KPLACE_BACKEND_OMP)
+    thrust::raw_pointer_cast(dev.data())[i] = v;  // host memory: no Thrust reference proxy (UBSan flags its null policy)
+#else
     dev[i] = v;
+#endif
   }
   const T* ptr() const { return thrust::raw_pointer_cast(dev.data()); }
 };
