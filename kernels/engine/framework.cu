@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <thrust/gather.h>
@@ -286,7 +287,35 @@ class BackendFramework final : public engine::Framework {
   void Bind(const Pod& pod, NodeIndex node) override {
     // The controller owns the snapshot; it records the pod before notifying plugins.
     for (auto& [name, plugin] : by_name_) plugin->OnBind(pod, node, *snapshot_);
-    // What the current run keeps about `node` is stale now.
+    ForgetNode(node);
+  }
+
+  bool Unbind(const Pod& pod, NodeIndex node) override {
+    bool kept = true;
+    for (auto& entry : by_name_) {
+      if (entry.second->OnUnbind(pod, node, *snapshot_)) continue;
+      Remake(&entry);
+      kept = false;
+    }
+    ForgetNode(node);
+    return kept;
+  }
+
+ private:
+  // A plugin that could not undo a bind in place is created and prepared again over the
+  // snapshot, which is what a fresh framework would hold.
+  void Remake(std::pair<std::string, std::unique_ptr<engine::Plugin>>* entry) {
+    std::string error;
+    auto fresh = engine::MakePlugin(KPLACE_BACKEND_ID, entry->first, profile_.args, gates_, &error);
+    if (!fresh) throw std::runtime_error("creating " + entry->first + " again: " + error);  // it was created before
+    fresh->Prepare(*snapshot_);
+    engine::Plugin* old = entry->second.get();
+    for (auto* list : {&pre_filter_, &filter_, &pre_score_, &score_}) std::replace(list->begin(), list->end(), old, fresh.get());
+    entry->second = std::move(fresh);
+  }
+
+  // What the current run keeps about `node` is stale after a bind or unbind there.
+  void ForgetNode(NodeIndex node) {
     auto forget = [node](std::vector<uint8_t>& held) {
       if (static_cast<size_t>(node) < held.size()) held[node] = 0;
     };
@@ -299,6 +328,7 @@ class BackendFramework final : public engine::Framework {
     }
   }
 
+ public:
   void BeginRun(const Pod& first) override {
     run_first_ = &first;
     for (auto& [name, plugin] : by_name_) {

@@ -39,6 +39,8 @@ class ImageLocality final : public engine::Plugin {
   const char* Name() const override { return "ImageLocality"; }
   unsigned ExtensionPoints() const override { return kScorePoint; }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override {
     ids_.clear();
     num_nodes_having_.clear();

@@ -484,6 +484,13 @@ class InterPodAffinity final : public engine::Plugin {
     });
   }
 
+  // Counted out as it was counted in; the kept states replay binds only, so they go.
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
+    ForgetKept();
+    AddExistingPod(pod, node, -1);
+    return true;
+  }
+
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     BoundPod b = AddExistingPod(pod, node);
     if (filter_state_.valid || score_state_.valid) {
@@ -902,8 +909,9 @@ class InterPodAffinity final : public engine::Plugin {
     return slot_of_[key] = slot;
   }
 
-  // Counts `pod` on `node` in; returns what a replay needs to count it in too.
-  BoundPod AddExistingPod(const Pod& pod, NodeIndex node) {
+  // Counts `pod` on `node` in (delta +1) or out again (-1, after it was counted in);
+  // returns what a replay needs to count it in too.
+  BoundPod AddExistingPod(const Pod& pod, NodeIndex node, int64_t delta = 1) {
     BoundPod bound{node, -1, {}};
     const int32_t ns = strings_.Intern(pod.meta.namespace_);
     LabelIds labels = InternLabels(pod.meta.labels);
@@ -911,7 +919,7 @@ class InterPodAffinity final : public engine::Plugin {
     if (plugins::IpaHasPodAffinity(pod)) {
       plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
       auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
-        const int32_t id = AddTerm(t, ns, node, kind, weight);
+        const int32_t id = AddTerm(t, ns, node, kind, weight, delta);
         if (id >= 0) bound.terms.push_back(BoundPod::Added{id, kind, weight});
       };
       for (const PodAffinityTerm& t : parsed.required_affinity) add(t, TermKind::kRequiredAffinity, 0);
@@ -935,17 +943,17 @@ class InterPodAffinity final : public engine::Plugin {
     }
     bound.cls = it->second;
     PodClass& c = classes_[it->second];
-    c.nodes[node] += 1;
+    c.nodes[node] += delta;
     for (size_t slot = 0; slot < c.per_slot.size(); ++slot) {
       int32_t d = Domain(static_cast<int32_t>(slot), node);
-      if (d >= 0) c.per_slot[slot][d] += 1;
+      if (d >= 0) c.per_slot[slot][d] += delta;
     }
     // The cached term sets see the pod as upstream's AddPod would (§3, AddPod).
     for (MatchTable& t : tables_) {
       if (!t.Matches(c.ns, c.labels)) continue;
       for (size_t i = 0; i < t.slots.size(); ++i) {
         int32_t d = Domain(t.slots[i], node);
-        if (d >= 0) t.counts[i][d] += 1;
+        if (d >= 0) t.counts[i][d] += delta;
       }
     }
     return bound;
@@ -982,7 +990,7 @@ class InterPodAffinity final : public engine::Plugin {
 
   // Counts one term of a pod bound to `node`; returns its existing-term id, -1 when the
   // node lacks the key (the term never counts, §3.2, §5).
-  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight) {
+  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight, int64_t delta) {
     Term term = Compile(t, ns);
     const int32_t d = Domain(term.slot, node);
     if (d < 0) return -1;
@@ -993,20 +1001,20 @@ class InterPodAffinity final : public engine::Plugin {
     Cell& cell = et.cells[d];
     switch (kind) {
       case TermKind::kRequiredAnti:
-        cell.required_anti += 1;
+        cell.required_anti += delta;
         if (!et.in_anti_list) anti_terms_.push_back(id);
         et.in_anti_list = true;
         return id;
       case TermKind::kRequiredAffinity:
-        cell.required_aff += 1;
+        cell.required_aff += delta;
         break;
       case TermKind::kPreferredAffinity:
-        cell.preferred += 1;
-        cell.preferred_weight += weight;
+        cell.preferred += delta;
+        cell.preferred_weight += delta * weight;
         break;
       case TermKind::kPreferredAnti:
-        cell.preferred += 1;
-        cell.preferred_weight -= weight;
+        cell.preferred += delta;
+        cell.preferred_weight -= delta * weight;
         break;
     }
     if (!et.in_score_list) score_terms_.push_back(id);

@@ -248,6 +248,8 @@ class NodeAffinity final : public engine::Plugin {
     return kPreFilterPoint | kFilterPoint | kPreScorePoint | kScorePoint | kNormalizeScorePoint;
   }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override { slots_.Build(s); }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>* nodes, bool* restricts) override {

@@ -6,6 +6,7 @@
 namespace kplace::KPLACE_BACKEND_NS {
 namespace {
 
+using engine::NodeIndex;
 using engine::Snapshot;
 using engine::VerdictCode;
 using plugins::NodeNameParams;
@@ -26,6 +27,8 @@ class NodeName final : public engine::Plugin {
   const char* Name() const override { return "NodeName"; }
   unsigned ExtensionPoints() const override { return kFilterPoint; }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override {
     name_id_.host = s.node_name_ids();
     name_id_.Upload();

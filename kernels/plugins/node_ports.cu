@@ -81,6 +81,18 @@ class NodePorts final : public engine::Plugin {
     return PluginStatus::Make(Code::kUnschedulable, "node(s) didn't have free ports for the requested pod ports");
   }
 
+  // The node's set is built again from the pods still on it: another pod may hold the same
+  // port, and a set keeps one entry. It only shrinks, so it fits its slots.
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
+    if (Entries(pod).empty()) return true;
+    used_[node].clear();
+    for (const Pod* p : s.pods_on(node)) AddUsed(node, *p);
+    const int32_t base = offsets_.host[node];
+    for (size_t k = 0; k < used_[node].size(); ++k) entries_.Set(base + static_cast<int32_t>(k), used_[node][k]);
+    counts_.Set(node, static_cast<int32_t>(used_[node].size()));
+    return true;
+  }
+
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     const size_t before = used_[node].size();
     AddUsed(node, pod);

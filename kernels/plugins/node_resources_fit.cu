@@ -132,6 +132,10 @@ class NodeResourcesFit final : public engine::Plugin {
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
+  bool OnUnbind(const Pod&, NodeIndex node, const Snapshot& s) override {
+    columns_.RecomputeNode(node, s);
+    return true;
+  }
 
  private:
   NodeResourcesFit(const NodeResourcesFitArgs& args, const FeatureGates& gates) : args_(args), gates_(gates) {

@@ -29,6 +29,8 @@ class NodeUnschedulable final : public engine::Plugin {
   const char* Name() const override { return "NodeUnschedulable"; }
   unsigned ExtensionPoints() const override { return kFilterPoint; }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override {
     unschedulable_.host.assign(s.num_nodes(), 0);
     for (NodeIndex i = 0; i < s.num_nodes(); ++i) unschedulable_.host[i] = s.node(i).unschedulable ? 1 : 0;

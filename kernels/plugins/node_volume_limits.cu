@@ -106,6 +106,13 @@ class NodeVolumeLimits final : public engine::Plugin {
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     AddPod(pod, node, cache_.Get(s.objects()), /*upload=*/true);
   }
+  // A pod without counted volumes changed nothing; otherwise the plugin is built again
+  // (a node's count is of distinct volumes, shared with its other pods and attachments).
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
+    Counted counted;
+    return Collect(pod, has_csinode_.host[node] != 0, /*new_pod=*/false, cache_.Get(s.objects()), &counted).IsSuccess() &&
+           counted.list.empty();
+  }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>*, bool*) override {
     params_ = plugins::NvlParams{};

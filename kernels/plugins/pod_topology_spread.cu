@@ -133,6 +133,20 @@ struct DomainTable {
     counts.Set(d, before + 1);
     if (before == min_count && --at_min == 0) RecomputeMin();
   }
+
+  /** One matching pod fewer on node n: the domain may become the minimum alone. */
+  void RemovePodOn(NodeIndex n) {
+    if (!eligible[n]) return;
+    int32_t d = DomainOf(n);
+    int64_t after = counts.host[d] - 1;
+    counts.Set(d, after);
+    if (after < min_count) {
+      min_count = after;
+      at_min = 1;
+    } else if (after == min_count) {
+      ++at_min;
+    }
+  }
 };
 
 /** Matching pods per node (soft kubernetes.io/hostname constraints, §7). */
@@ -337,6 +351,34 @@ class PodTopologySpread final : public engine::Plugin {
                                          SpreadMinKeyFn{scores, ignored}, INT64_MAX, thrust::minimum<int64_t>());
     });
     ForEachNode(count, scores, SpreadNormalizeFn{scores, ignored, max_raw, min_raw});
+  }
+
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
+    if (spread::IsTerminating(pod)) return true;  // never counted
+    auto pods = pods_by_ns_.find(pod.meta.namespace_);
+    if (pods == pods_by_ns_.end()) return false;
+    std::vector<PodRef>& refs = pods->second;
+    // The snapshot's copy is what OnBind kept; an own copy is found by name. Order within a
+    // namespace does not matter: tables only count.
+    size_t at = refs.size();
+    for (size_t k = refs.size(); k-- > 0 && at == refs.size();) {
+      if (refs[k].pod == &pod) at = k;
+    }
+    for (size_t k = refs.size(); k-- > 0 && at == refs.size();) {
+      if (refs[k].node == node && refs[k].pod->meta.name == pod.meta.name) at = k;
+    }
+    if (at == refs.size()) return false;
+    refs[at] = refs.back();
+    refs.pop_back();
+    for (auto& [key, t] : tables_) {
+      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->RemovePodOn(node);
+    }
+    for (auto& [key, t] : node_tables_) {
+      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) {
+        t->counts.Set(node, t->counts.host[node] - 1);
+      }
+    }
+    return true;
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {

@@ -92,6 +92,24 @@ class ResourceColumns {
     return -1;
   }
 
+  /** After a pod left node i: its sums are computed again from the pods still there (a
+   *  subtraction could not undo a saturated sum). A scalar the node no longer requests
+   *  keeps its entry at zero, which reads as no entry. */
+  void RecomputeNode(NodeIndex i, const Snapshot& s) {
+    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    auto set = [](Column<int64_t>& c, size_t k, int64_t v) {
+      if (c.host[k] != v) c.Set(k, v);
+    };
+    EachRequestColumn(i, r, set);
+    for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) {
+      int64_t v = 0;
+      for (const auto& [name, amount] : r.requested.scalars) {
+        if (FindSlot(name) == scalar_slot_.host[k]) v = amount;
+      }
+      set(req_scalar_, static_cast<size_t>(k), v);
+    }
+  }
+
   /** Column slot of a scalar resource, or -1 when no node has it. */
   int32_t FindSlot(const std::string& name) const {
     auto it = slots_.find(name);

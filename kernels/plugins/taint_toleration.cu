@@ -72,6 +72,8 @@ class TaintToleration final : public engine::Plugin {
     return kFilterPoint | kPreScorePoint | kScorePoint | kNormalizeScorePoint;
   }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     offsets_.host.assign(n + 1, 0);

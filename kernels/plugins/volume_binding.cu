@@ -167,6 +167,9 @@ class VolumeBinding final : public engine::Plugin {
   // FindPodVolumes on the chosen node alone gives each claim's PV or provisioning, and
   // AssumePodVolumes writes them, static bindings in matching order, then provisions
   // (selected claims, then unmatched ones), as upstream's lists run.
+  // What Reserve assumed stays (the claims stay bound when the pod goes); the columns
+  // are of storage objects and nodes.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (!reserve_pending_ || PodIdentity(pod) != compiled_pod_) return;
     reserve_pending_ = false;

@@ -77,6 +77,27 @@ class VolumeRestrictions final : public engine::Plugin {
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override { AddPod(pod, node); }
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
+    for (const Volume& v : pod.volumes) {
+      if (v.source == "persistentVolumeClaim") {
+        auto it = claim_users_.find(pod.meta.namespace_ + "/" + v.claim_name);
+        if (it != claim_users_.end() && --it->second <= 0) claim_users_.erase(it);
+      }
+      if (!IsRestricted(v)) continue;
+      DiskUse use{node, v.read_only, {}};
+      auto it = disks_.find(DiskKey(v, &use.monitors));
+      if (it == disks_.end()) continue;
+      std::vector<DiskUse>& uses = it->second;
+      for (size_t k = 0; k < uses.size(); ++k) {  // one use of this pod's, any of equal ones
+        if (uses[k].node == node && uses[k].read_only == use.read_only && uses[k].monitors == use.monitors) {
+          uses.erase(uses.begin() + static_cast<std::ptrdiff_t>(k));
+          break;
+        }
+      }
+      if (uses.empty()) disks_.erase(it);
+    }
+    return true;
+  }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>*, bool*) override {
     // Disk conflicts first: Filter checks them whatever PreFilter decides.

@@ -36,6 +36,8 @@ class VolumeZone final : public engine::Plugin {
   const char* Name() const override { return "VolumeZone"; }
   unsigned ExtensionPoints() const override { return kPreFilterPoint | kFilterPoint; }
 
+  // Columns of node objects only: nothing to undo.
+  bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     has_any_.host.assign(n, 0);

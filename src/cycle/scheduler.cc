@@ -17,6 +17,7 @@
 #include "kplace/engine/snapshot.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
+#include "kplace/state/event.h"
 
 namespace kplace::cycle {
 namespace {
@@ -231,17 +232,43 @@ class ReferenceEvaluator final : public Evaluator {
 };
 
 class CycleScheduler final : public Scheduler {
+ private:
+  // A pod with a node, as the scheduler holds it: where it is stored, the node that counts
+  // it (kNoId: none) and its entry number (the cluster's pod order, kept by every rebuild).
+  struct LivePod {
+    const Pod* pod;
+    NodeIndex node;
+    uint64_t seq;
+  };
+  // One step of a transaction's undo log.
+  struct UndoEntry {
+    enum What { kRemovePod, kRestorePod, kObjects } what;
+    std::string key;       // kRemovePod
+    Pod pod;               // kRestorePod: the pod as it was, with its entry number
+    uint64_t seq;
+    state::Undo objects;   // kObjects
+  };
+  struct Savepoint {
+    size_t undo_size = 0;
+    int32_t next_start = 0;
+    std::mt19937_64 rng, preempt_rng;
+    std::map<std::string, Pod> nominated;
+    std::set<std::string> terminating;
+    std::unique_ptr<plugins::volume::VolumeAssumeCache> assume;  // when there is storage
+  };
+
+
+ public:
  public:
   CycleScheduler(const ObjectSet& cluster, const SchedulerConfig& config, const Options& options)
-      : cluster_(cluster), config_(config), options_(options), rng_(options.seed), preempt_rng_(options.seed) {}
+      : cluster_(cluster),
+        config_(config),
+        options_(options),
+        rng_(options.seed),
+        preempt_rng_(options.seed),
+        next_start_(options.start_index) {}
 
   absl::Status Init() {
-    std::vector<const Node*> nodes;
-    for (const Node& n : cluster_.nodes) {
-      node_index_.emplace(n.meta.name, static_cast<NodeIndex>(nodes.size()));
-      nodes.push_back(&n);
-    }
-    order_ = ZoneRoundRobinOrder(nodes);
     for (const Profile& p : config_.profiles) {
       auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
       KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
@@ -264,7 +291,7 @@ class CycleScheduler final : public Scheduler {
 
   std::vector<std::string> NodeOrder() const override {
     std::vector<std::string> out;
-    for (int32_t i : order_) out.push_back(cluster_.nodes[i].meta.name);
+    for (int32_t i : order_) out.push_back(objects().nodes[i].meta.name);
     return out;
   }
 
@@ -283,19 +310,96 @@ class CycleScheduler final : public Scheduler {
 
   std::vector<std::string> CompleteDeletions() override {
     std::vector<std::string> gone;
-    if (terminating_.empty()) return gone;
-    SyncLive();
-    auto& pods = live_->pods;
-    pods.erase(std::remove_if(pods.begin(), pods.end(),
-                              [&](const Pod& p) {
-                                if (!terminating_.count(ObjectKey(p.meta))) return false;
-                                gone.push_back(ObjectKey(p.meta));
-                                return true;
-                              }),
-               pods.end());
+    // In the order the pods entered the cluster, as a fresh scheduler would list them.
+    std::vector<std::pair<uint64_t, std::string>> keys;
+    for (const std::string& key : terminating_) {
+      auto it = pods_.find(key);
+      if (it != pods_.end()) keys.emplace_back(it->second.seq, key);
+    }
+    std::sort(keys.begin(), keys.end());
+    for (const auto& [seq, key] : keys) {
+      RemovePod(key);
+      gone.push_back(key);
+    }
     terminating_.clear();
-    Rebuild();
     return gone;
+  }
+
+  absl::Status Apply(const state::ClusterEvent& event) override {
+    try {
+      if (event.kind == "Pod") return ApplyPod(event);
+      return ApplyObjects(event);
+    } catch (const std::exception& e) {
+      return absl::InternalError(StrCat(event.where, ": applying ", state::EventTypeName(event.type), " ", event.kind,
+                                        " ", event.Key(), ": ", e.what()));
+    }
+  }
+
+  absl::Status Begin() override {
+    if (savepoints_.size() >= 2) return absl::FailedPreconditionError("Begin: transactions nest one level deep");
+    Savepoint sp;
+    sp.undo_size = undo_.size();
+    sp.next_start = next_start_;
+    sp.rng = rng_;
+    sp.preempt_rng = preempt_rng_;
+    sp.nominated = nominated_;
+    sp.terminating = terminating_;
+    const auto& cache = AssumeCache();
+    if (!objects().storage.empty()) sp.assume = std::make_unique<plugins::volume::VolumeAssumeCache>(*cache);
+    savepoints_.push_back(std::move(sp));
+    return absl::OkStatus();
+  }
+
+  absl::Status Commit() override {
+    if (savepoints_.empty()) return absl::FailedPreconditionError("Commit: no transaction (Begin first)");
+    savepoints_.pop_back();
+    if (savepoints_.empty()) undo_.clear();
+    return absl::OkStatus();
+  }
+
+  absl::Status Revert() override {
+    if (savepoints_.empty()) return absl::FailedPreconditionError("Revert: no transaction (Begin first)");
+    Savepoint sp = std::move(savepoints_.back());
+    savepoints_.pop_back();
+    try {
+      std::vector<UndoEntry> entries(std::make_move_iterator(undo_.begin() + static_cast<std::ptrdiff_t>(sp.undo_size)),
+                                     std::make_move_iterator(undo_.end()));
+      undo_.resize(sp.undo_size);
+      // Undone last first, without logging (the outer transaction keeps its own log).
+      std::vector<Savepoint> outer = std::move(savepoints_);
+      savepoints_.clear();
+      for (size_t k = entries.size(); k-- > 0;) {
+        UndoEntry& u = entries[k];
+        switch (u.what) {
+          case UndoEntry::kRemovePod:
+            RemovePod(u.key);
+            break;
+          case UndoEntry::kRestorePod:
+            AddPod(u.pod, u.seq);
+            break;
+          case UndoEntry::kObjects:
+            KPLACE_RETURN_IF_ERROR(RebuildWith(u.objects.event, u.objects.index));
+            break;
+        }
+      }
+      savepoints_ = std::move(outer);
+    } catch (const std::exception& e) {
+      return absl::InternalError(StrCat("Revert: ", e.what()));
+    }
+    next_start_ = sp.next_start;
+    rng_ = sp.rng;
+    preempt_rng_ = sp.preempt_rng;
+    nominated_ = std::move(sp.nominated);
+    terminating_ = std::move(sp.terminating);
+    if (sp.assume) *AssumeCache() = *sp.assume;
+    for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+    return absl::OkStatus();
+  }
+
+  ObjectSet Objects() const override {
+    ObjectSet out = NonPods(objects());
+    for (const LivePod* p : PodsInOrder()) out.pods.push_back(*p->pod);
+    return out;
   }
 
   Placement Schedule(const Pod& pod) override {
@@ -466,7 +570,7 @@ class CycleScheduler final : public Scheduler {
     // Candidates in scan order: the whole round-robin list, or the PreFilter subset.
     std::vector<NodeIndex> candidates;
     if (pre.restricted) {
-      std::vector<bool> allowed(cluster_.nodes.size(), false);
+      std::vector<bool> allowed(objects().nodes.size(), false);
       for (NodeIndex i : pre.allowed) allowed[i] = true;
       for (int32_t i : order_) {
         if (allowed[i]) candidates.push_back(i);
@@ -503,7 +607,7 @@ class CycleScheduler final : public Scheduler {
       }
       if (explain) {
         NodeExplanation ne;
-        ne.node = cluster_.nodes[i].meta.name;
+        ne.node = objects().nodes[i].meta.name;
         ne.visited = true;
         ne.filter_plugin = plugin;
         ne.filter = s;
@@ -547,7 +651,7 @@ class CycleScheduler final : public Scheduler {
       if (explain) Explain(*explain, feasible, scores);
     }
     NodeIndex host_node = feasible[chosen];
-    out.node = cluster_.nodes[host_node].meta.name;
+    out.node = objects().nodes[host_node].meta.name;
     Bind(pod, host_node);
     return out;
   }
@@ -603,43 +707,40 @@ class CycleScheduler final : public Scheduler {
 
   void ClearNomination(const Pod& pod) { nominated_.erase(ObjectKey(pod.meta)); }
 
-  // The victims get DisruptionTarget and a deletion timestamp; they leave the cluster when
-  // CompleteDeletions runs (the caller's model of graceful termination).
+  // The victims get DisruptionTarget and a deletion timestamp (a pod update); they leave the
+  // cluster when CompleteDeletions runs (the caller's model of graceful termination).
   void Actuate(const std::vector<const Pod*>& victims, const std::string& scheduler_name) {
-    std::set<std::string> keys;
     for (const Pod* v : victims) {
-      if (v->meta.deletion_timestamp.empty()) keys.insert(ObjectKey(v->meta));
-    }
-    if (keys.empty()) return;
-    SyncLive();
-    for (Pod& p : live_->pods) {
-      if (!keys.count(ObjectKey(p.meta))) continue;
+      if (!v->meta.deletion_timestamp.empty()) continue;
+      const std::string key = ObjectKey(v->meta);
+      auto it = pods_.find(key);
+      if (it == pods_.end()) continue;
+      Pod p = *it->second.pod;
       p.meta.deletion_timestamp = "1970-01-01T00:00:00Z";
       p.conditions.insert(p.conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
                                                              StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
-      terminating_.insert(ObjectKey(p.meta));
-    }
-    Rebuild();
-  }
-
-  // Makes live_ hold every pod the scheduler holds: the input's objects (copied once), then
-  // the pods bound since the last build in bind order, which keeps each node's pods in
-  // NodeInfo order when the state is built from it again.
-  void SyncLive() {
-    if (!live_) live_ = std::make_unique<ObjectSet>(cluster_);
-    if (options_.reference) {
-      for (const Pod& p : bound_) live_->pods.push_back(p);
-    } else {
-      for (const Pod& p : snapshot_->bound()) live_->pods.push_back(p);
+      RemovePod(key);
+      AddPod(p, next_seq_++);
+      terminating_.insert(key);
     }
   }
 
-  // Builds the state of every profile over `objects` (kept alive by the scheduler).
-  absl::Status Build(const ObjectSet& objects) {
+  // Builds the state of every profile over `objects` (kept alive by the scheduler); `seqs`
+  // (when not empty) are the pods' entry numbers, else their positions.
+  absl::Status Build(const ObjectSet& objects, const std::vector<uint64_t>& seqs = {}) {
     bound_.clear();
+    owned_.clear();
+    pods_.clear();
     evaluators_.clear();
     for (auto& b : batches_) b->AddStats(&retired_stats_);
     batches_.clear();
+    node_index_.clear();
+    std::vector<const Node*> nodes;
+    for (const Node& n : objects.nodes) {
+      node_index_.emplace(n.meta.name, static_cast<NodeIndex>(nodes.size()));
+      nodes.push_back(&n);
+    }
+    order_ = ZoneRoundRobinOrder(nodes);
     if (options_.reference) {
       auto volume_assume = state_.volume_assume;
       state_ = reference::MakeClusterState(objects, options_.gates);
@@ -649,31 +750,215 @@ class CycleScheduler final : public Scheduler {
         KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
         evaluators_.push_back(std::move(e));
       }
-      return absl::OkStatus();
+    } else {
+      // What VolumeBinding assumed for pods bound so far stays across a rebuild.
+      std::shared_ptr<plugins::volume::VolumeAssumeCache> assumed = std::move(carried_assume_);
+      if (!assumed && snapshot_) assumed = snapshot_->shared_volume_assume_cache();
+      snapshot_.reset();
+      snapshot_ = std::make_unique<engine::Snapshot>(objects, options_.gates, std::move(assumed));
+      for (const Profile& p : config_.profiles) {
+        std::string error;
+        auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);
+        if (!fw) return absl::InvalidArgumentError(StrCat("profile \"", p.scheduler_name, "\": ", error));
+        fw->Prepare(*snapshot_);
+        evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
+      }
+      if (options_.batch > 1 && !options_.explain) {
+        batches_.resize(evaluators_.size());
+        for (size_t e = 0; e < evaluators_.size(); ++e) RestartBatch(e);
+      }
     }
-    // What VolumeBinding assumed for pods bound so far stays across a rebuild.
-    std::shared_ptr<plugins::volume::VolumeAssumeCache> assumed;
-    if (snapshot_) assumed = snapshot_->shared_volume_assume_cache();
-    snapshot_ = std::make_unique<engine::Snapshot>(objects, options_.gates, std::move(assumed));
-    for (const Profile& p : config_.profiles) {
-      std::string error;
-      auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);
-      if (!fw) return absl::InvalidArgumentError(StrCat("profile \"", p.scheduler_name, "\": ", error));
-      fw->Prepare(*snapshot_);
-      evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
-    }
-    if (options_.batch > 1 && !options_.explain) {
-      batches_.resize(evaluators_.size());
-      for (size_t e = 0; e < evaluators_.size(); ++e) RestartBatch(e);
+    // Every pod with a node is the scheduler's; pending ones are the caller's queue.
+    for (size_t k = 0; k < objects.pods.size(); ++k) {
+      const Pod& p = objects.pods[k];
+      if (p.node_name.empty()) continue;
+      const uint64_t seq = seqs.empty() ? k : seqs[k];
+      pods_[ObjectKey(p.meta)] = LivePod{&p, InSnapshot(p), seq};
+      next_seq_ = std::max(next_seq_, seq + 1);
     }
     return absl::OkStatus();
   }
 
-  // Builds everything again over live_ after a preemption changed its pods. The engine has no
-  // unbind yet, so its columns are built again (O(cluster) once per preemption).
-  void Rebuild() {
-    absl::Status s = Build(*live_);
-    if (!s.ok()) throw std::runtime_error(std::string(s.message()));  // the same profiles built before
+  // The node a bound pod counts on, kNoId when none does (a node not in the cluster, a pod
+  // that finished): where Snapshot and MakeClusterState place it.
+  NodeIndex InSnapshot(const Pod& p) const {
+    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") return engine::kNoId;
+    auto it = node_index_.find(p.node_name);
+    return it == node_index_.end() ? engine::kNoId : it->second;
+  }
+
+  // The scheduler's pods in the order they entered: what a fresh scheduler is built from.
+  std::vector<const LivePod*> PodsInOrder() const {
+    std::vector<const LivePod*> out;
+    out.reserve(pods_.size());
+    for (const auto& [key, p] : pods_) out.push_back(&p);
+    std::sort(out.begin(), out.end(), [](const LivePod* a, const LivePod* b) { return a->seq < b->seq; });
+    return out;
+  }
+
+  static ObjectSet NonPods(const ObjectSet& o) {
+    ObjectSet out;
+    out.nodes = o.nodes;
+    out.namespaces = o.namespaces;
+    out.workloads = o.workloads;
+    out.storage = o.storage;
+    out.configs = o.configs;
+    out.pdbs = o.pdbs;
+    out.priority_classes = o.priority_classes;
+    return out;
+  }
+
+  const std::shared_ptr<plugins::volume::VolumeAssumeCache>& AssumeCache() const {
+    return options_.reference ? state_.volume_assume : snapshot_->shared_volume_assume_cache();
+  }
+
+  // Puts `pod` (bound: node_name set) into the cluster with entry number `seq`: on its node
+  // at the place its number gives, or kept aside when no node counts it.
+  void AddPod(const Pod& pod, uint64_t seq) {
+    const std::string key = ObjectKey(pod.meta);
+    const NodeIndex node = InSnapshot(pod);
+    const Pod* stored = nullptr;
+    if (node == engine::kNoId) {
+      owned_.push_back(pod);
+      stored = &owned_.back();
+    } else {
+      const std::vector<const Pod*>& on = options_.reference ? state_.nodes[node].pods : snapshot_->pods_on(node);
+      size_t pos = on.size();
+      while (pos > 0 && SeqOf(*on[pos - 1]) > seq) --pos;
+      if (options_.reference) {
+        bound_.push_back(pod);
+        stored = &bound_.back();
+        auto& list = state_.nodes[node].pods;
+        list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), stored);
+      } else {
+        stored = &snapshot_->Restore(pod, node, pos);
+        for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(*stored, node);
+        for (auto& b : batches_) b->NoteOtherBind();
+      }
+    }
+    pods_[key] = LivePod{stored, node, seq};
+    next_seq_ = std::max(next_seq_, seq + 1);
+    Log(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, {}});
+  }
+
+  uint64_t SeqOf(const Pod& p) const {
+    auto it = pods_.find(ObjectKey(p.meta));
+    return it == pods_.end() ? 0 : it->second.seq;
+  }
+
+  // Takes the pod with `key` out of the cluster: its node gets back what it held.
+  void RemovePod(const std::string& key) {
+    auto it = pods_.find(key);
+    if (it == pods_.end()) return;
+    const LivePod live = it->second;
+    Log(UndoEntry{UndoEntry::kRestorePod, key, *live.pod, live.seq, {}});
+    if (live.node != engine::kNoId) {
+      if (options_.reference) {
+        auto& list = state_.nodes[live.node].pods;
+        list.erase(std::find(list.begin(), list.end(), live.pod));
+      } else {
+        snapshot_->Unbind(live.pod, live.node);
+        bool kept = true;
+        for (auto& e : evaluators_) kept = static_cast<EngineEvaluator*>(e.get())->framework().Unbind(*live.pod, live.node) && kept;
+        for (size_t e = 0; e < batches_.size(); ++e) {
+          if (kept) {
+            batches_[e]->NoteOtherBind();
+          } else {
+            RestartBatch(e);
+          }
+        }
+      }
+    }
+    pods_.erase(it);
+  }
+
+  void Log(UndoEntry entry) {
+    if (!savepoints_.empty()) undo_.push_back(std::move(entry));
+  }
+
+  absl::Status ApplyPod(const state::ClusterEvent& event) {
+    const Pod& pod = event.object.pods[0];
+    const std::string key = ObjectKey(pod.meta);
+    auto it = pods_.find(key);
+    const bool known = it != pods_.end();
+    const bool bound = !pod.node_name.empty();
+    switch (event.type) {
+      case state::EventType::kAdded:
+        if (known) return absl::AlreadyExistsError(StrCat(event.where, ": Pod ", key, " already exists"));
+        if (!bound) return NotePending(pod);
+        break;
+      case state::EventType::kModified:
+        if (!known && !bound) return NotePending(pod);
+        if (known && !bound) {
+          return absl::InvalidArgumentError(StrCat(event.where, ": Pod ", key, ": spec.nodeName: a bound pod cannot become unbound (node \"",
+                                                   it->second.pod->node_name, "\")"));
+        }
+        if (known) RemovePod(key);  // upstream's cache: an update removes, then adds
+        break;
+      case state::EventType::kDeleted:
+        if (!known) {
+          if (nominated_.count(key) || !bound) {
+            ClearNomination(pod);
+            return absl::OkStatus();
+          }
+          return absl::NotFoundError(StrCat(event.where, ": Pod ", key, " not found (DELETED)"));
+        }
+        RemovePod(key);
+        terminating_.erase(key);
+        return absl::OkStatus();
+    }
+    if (nominated_.count(key)) ClearNomination(pod);  // bound by someone else
+    Pod copy = pod;
+    copy.nominated_node_name.clear();
+    AddPod(copy, next_seq_++);
+    if (!copy.meta.deletion_timestamp.empty()) terminating_.insert(key);
+    return absl::OkStatus();
+  }
+
+  // A pending pod's change: only its nomination is the scheduler's (the queue is the caller's).
+  absl::Status NotePending(const Pod& pod) {
+    if (!pod.nominated_node_name.empty()) {
+      Nominate(pod);
+    } else if (nominated_.count(ObjectKey(pod.meta))) {
+      ClearNomination(pod);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ApplyObjects(const state::ClusterEvent& event) { return RebuildWith(event, std::nullopt); }
+
+  // Applies a change of a kind other than Pod and builds every profile's state again over
+  // the result (O(cluster)); `at` puts the object back at a position (an undo).
+  absl::Status RebuildWith(const state::ClusterEvent& event, std::optional<size_t> at) {
+    ObjectSet next = NonPods(objects());
+    if (!live_) state::GroupNodesByZone(&next.nodes);  // the node tree's order, kept from here on
+    state::Undo undo;
+    KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, &next, &undo, at));
+    std::vector<uint64_t> seqs;
+    for (const LivePod* p : PodsInOrder()) {
+      next.pods.push_back(*p->pod);
+      seqs.push_back(p->seq);
+    }
+    // Storage changed: VolumeBinding's assumptions were made against the old objects.
+    const bool storage = !event.object.storage.empty();
+    std::shared_ptr<plugins::volume::VolumeAssumeCache> keep = storage ? nullptr : AssumeCache();
+    evaluators_.clear();
+    batches_.clear();
+    snapshot_.reset();
+    state_ = reference::ClusterState{};
+    bound_.clear();
+    owned_.clear();
+    pods_.clear();
+    if (!live_) live_ = std::make_unique<ObjectSet>();
+    *live_ = std::move(next);
+    if (options_.reference) {
+      state_.volume_assume = keep;
+    } else {
+      carried_assume_ = keep;  // null: the snapshot starts a new one
+    }
+    KPLACE_RETURN_IF_ERROR(Build(*live_, seqs));
+    Log(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::move(undo)});
+    return absl::OkStatus();
   }
 
   void RestartBatch(size_t e) {
@@ -687,7 +972,7 @@ class CycleScheduler final : public Scheduler {
     ex.score_skipped = s.skipped;
     for (size_t k = 0; k < feasible.size(); ++k) {
       for (NodeExplanation& ne : ex.nodes) {
-        if (ne.node != cluster_.nodes[feasible[k]].meta.name) continue;
+        if (ne.node != objects().nodes[feasible[k]].meta.name) continue;
         ne.scored = true;
         ne.total = s.total[k];
         for (size_t p = 0; p < s.raw.size(); ++p) {
@@ -708,7 +993,7 @@ class CycleScheduler final : public Scheduler {
     out.feasible = d.feasible;
     out.score = d.score;
     if (d.host >= 0) {
-      out.node = cluster_.nodes[d.host].meta.name;
+      out.node = objects().nodes[d.host].meta.name;
       Bind(pod, d.host);
       for (auto& other : batches_) {
         if (other.get() != &batch) other->NoteOtherBind();
@@ -718,22 +1003,27 @@ class CycleScheduler final : public Scheduler {
   }
 
   void Bind(const Pod& pod, NodeIndex host) {
+    const Pod* stored;
     if (options_.reference) {
       for (auto& e : evaluators_) static_cast<ReferenceEvaluator*>(e.get())->Reserve(pod, host);
       bound_.push_back(pod);
-      bound_.back().node_name = cluster_.nodes[host].meta.name;
+      bound_.back().node_name = objects().nodes[host].meta.name;
       bound_.back().nominated_node_name.clear();
-      state_.nodes[host].pods.push_back(&bound_.back());
+      stored = &bound_.back();
+      state_.nodes[host].pods.push_back(stored);
     } else {
-      const Pod& copy = snapshot_->Bind(pod, host);
-      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(copy, host);
+      stored = &snapshot_->Bind(pod, host);
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(*stored, host);
     }
+    const std::string key = ObjectKey(pod.meta);
+    pods_[key] = LivePod{stored, host, next_seq_++};
+    Log(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, {}});
     // Last: `pod` may be the nomination itself.
     if (!nominated_.empty()) ClearNomination(pod);
   }
 
   const ObjectSet& cluster_;
-  std::unique_ptr<ObjectSet> live_;  // the objects after a preemption changed pods
+  std::unique_ptr<ObjectSet> live_;  // the objects after the first change to a kind other than Pod
   SchedulerConfig config_;
   Options options_;
   std::mt19937_64 rng_;
@@ -748,7 +1038,13 @@ class CycleScheduler final : public Scheduler {
   std::unique_ptr<engine::Snapshot> snapshot_;
   reference::ClusterState state_;
   reference::ClusterState dry_state_;  // the engine's snapshot as the reference sees it
-  std::deque<Pod> bound_;
+  std::deque<Pod> bound_;  // the reference's pods bound since the last build
+  std::deque<Pod> owned_;  // pods no node counts, added since the last build
+  std::unordered_map<std::string, LivePod> pods_;  // every pod with a node, by key
+  uint64_t next_seq_ = 0;
+  std::shared_ptr<plugins::volume::VolumeAssumeCache> carried_assume_;  // across RebuildWith
+  std::vector<Savepoint> savepoints_;  // open transactions, outermost first
+  std::vector<UndoEntry> undo_;
   std::map<std::string, Pod> nominated_;  // pending pods holding a nomination, by key
   std::set<std::string> terminating_;     // victims whose deletion is pending
 };

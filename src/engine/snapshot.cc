@@ -1,5 +1,8 @@
 #include "kplace/engine/snapshot.h"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "kplace/plugins/volume_binding_assume.h"
 
 namespace kplace::engine {
@@ -57,11 +60,25 @@ const std::vector<int32_t>* Snapshot::LabelColumn(std::string_view key) const {
   return it == label_columns_.end() ? nullptr : &it->second;
 }
 
-const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) {
+const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) { return Restore(pod, i, pods_on_node_[i].size()); }
+
+size_t Snapshot::Unbind(const Pod* pod, NodeIndex i) {
+  std::vector<const Pod*>& on = pods_on_node_[i];
+  // Most unbinds are of recent binds: search from the back.
+  for (size_t k = on.size(); k-- > 0;) {
+    if (on[k] != pod) continue;
+    on.erase(on.begin() + static_cast<std::ptrdiff_t>(k));
+    return k;
+  }
+  return on.size();
+}
+
+const Pod& Snapshot::Restore(const Pod& pod, NodeIndex i, size_t pos) {
   bound_.push_back(pod);
   Pod& copy = bound_.back();
   copy.node_name = nodes_[i]->meta.name;
-  pods_on_node_[i].push_back(&copy);
+  std::vector<const Pod*>& on = pods_on_node_[i];
+  on.insert(on.begin() + static_cast<std::ptrdiff_t>(std::min(pos, on.size())), &copy);
   return copy;
 }
 

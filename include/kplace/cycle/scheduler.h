@@ -17,6 +17,7 @@
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
 #include "kplace/plugins/volume_binding_assume.h"
+#include "kplace/state/event.h"
 
 namespace kplace::cycle {
 
@@ -37,6 +38,9 @@ struct Options {
    *  1 (or less) schedules each pod on its own: the per-pod path. Decisions are the same
    *  either way. The reference and `explain` always run per pod. */
   int32_t batch = kDefaultBatch;
+  /** The node index the first cycle starts its scan at (upstream's nextStartNodeIndex), for
+   *  a scheduler that continues another's run. */
+  int32_t start_index = 0;
 };
 
 /** How a batched scheduler's pods went (Scheduler::batch_stats). */
@@ -128,6 +132,28 @@ class Scheduler {
   /** The deletion of the pods preemption made terminate completes: they leave the cluster.
    *  Returns their keys. */
   virtual std::vector<std::string> CompleteDeletions() = 0;
+  /** @brief Applies one cluster change (kplace/state/event.h) as the scheduler's cache does.
+   *  Pods: a bound pod added, updated (removed, then added, as upstream's cache does) or
+   *  deleted changes only what it touches: its node gets back its resources, ports,
+   *  volumes and every domain count. A pending pod's event only records or clears its
+   *  nomination (the queue is the caller's). Other kinds (nodes, namespaces, workloads,
+   *  storage, PDBs, PriorityClasses) rebuild every profile's state over the changed objects.
+   *  Afterwards every decision equals that of a scheduler created from Objects() with this
+   *  one's next_start_index().
+   *  @return AlreadyExists / NotFound naming the object for an ADDED of an existing or a
+   *  change of a missing object; nothing is applied then. */
+  virtual absl::Status Apply(const state::ClusterEvent& event) = 0;
+  /** @brief Opens a transaction (one level of nesting inside another): every schedule and
+   *  event from here is logged, so Revert can undo it exactly: placements, victims,
+   *  nominations, the start index and VolumeBinding's assumptions. */
+  virtual absl::Status Begin() = 0;
+  /** Keeps what the innermost transaction did (an outer one can still revert it). */
+  virtual absl::Status Commit() = 0;
+  /** Undoes the innermost transaction, last step first, to the state Begin saw. */
+  virtual absl::Status Revert() = 0;
+  /** The cluster the scheduler holds now: the input's other objects with every change
+   *  applied, nodes in node-tree order, and the pods with a node in the order they entered. */
+  virtual ObjectSet Objects() const = 0;
   virtual int32_t next_start_index() const = 0;
   /** Zeros when not batched. */
   virtual BatchStats batch_stats() const = 0;

@@ -112,6 +112,10 @@ class Framework {
 
   /** Records a binding: the snapshot gets the pod, plugins update their columns. */
   virtual void Bind(const Pod& pod, NodeIndex node) = 0;
+  /** Records that the snapshot took `pod` off `node` (Snapshot::Unbind): plugins undo
+   *  what its bind added. False when some plugin had to be built again; a batched run must
+   *  then start again (BeginRun), since that plugin forgot the run. */
+  virtual bool Unbind(const Pod& pod, NodeIndex node) = 0;
 
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
   // signature; within it, node-local plugins (Plugin::NodeLocal) compile the pod once

@@ -66,6 +66,12 @@ class Plugin {
   virtual bool ConstantScore(int64_t* /*normalized*/) const { return false; }
   /** Called after the snapshot records `pod` on `node`; update node columns. */
   virtual void OnBind(const Pod&, NodeIndex, const Snapshot&) {}
+  /** Called after the snapshot took `pod` off `node` (a deletion, an unbind or the old
+   *  version of an update); `pod` stays valid. Undo what OnBind added and return true, or
+   *  return false when that cannot be done exactly in place: the framework then creates
+   *  and prepares the plugin again over the snapshot. Plugins whose columns never depend
+   *  on pods return true. Default false: a plugin that keeps pod state must opt in. */
+  virtual bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) { return false; }
 
   /**
    * True when binding a pod to node h can change this plugin's answers for node h alone.

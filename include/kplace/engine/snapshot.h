@@ -62,10 +62,14 @@ class Snapshot {
   /** Interned name id per node. */
   const std::vector<int32_t>& node_name_ids() const { return node_name_ids_; }
 
-  /** The pods Bind recorded, in bind order. */
-  const std::deque<Pod>& bound() const { return bound_; }
   /** Records `pod` as bound to node `i` (a copy is kept) and returns it. */
   const Pod& Bind(const Pod& pod, NodeIndex i);
+  /** Takes `pod` (an element of pods_on(i)) off node `i`, keeping the others' order, and
+   *  returns where it was. The pod's storage stays valid for the snapshot's life. */
+  size_t Unbind(const Pod* pod, NodeIndex i);
+  /** Records `pod` as bound to node `i` at position `pos` of its pods (a copy is kept),
+   *  as Bind does at the end: a pod put back where it was (an undo). */
+  const Pod& Restore(const Pod& pod, NodeIndex i, size_t pos);
 
   /** VolumeBinding's assume caches for the run over this snapshot
    *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
@@ -82,7 +86,7 @@ class Snapshot {
   Interner strings_;
   std::unordered_map<int32_t, std::vector<int32_t>> label_columns_;  // key id -> column
   std::vector<int32_t> node_name_ids_;
-  std::deque<Pod> bound_;  // pods bound by this engine
+  std::deque<Pod> bound_;  // copies Bind and Restore keep (stable addresses)
   std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume_;
 };
 

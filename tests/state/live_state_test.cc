@@ -1,0 +1,363 @@
+// Live state: events and transactions on a running scheduler, against the reference and
+// against a scheduler built fresh from the objects the live one holds.
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/model/decode.h"
+#include "kplace/state/event.h"
+#include "tests/testing/differential.h"
+
+namespace kplace::state {
+namespace {
+
+using cycle::Options;
+using cycle::Placement;
+using cycle::Scheduler;
+using testing::MakeNode;
+using testing::MakePod;
+
+bool Soak() {
+  const char* v = std::getenv("KPLACE_SOAK");
+  return v && std::string(v) == "1";
+}
+
+std::string Describe(const Placement& p) {
+  std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, " feasible=", p.feasible,
+                           " score=", p.score);
+  if (p.preemption) {
+    out += " nominated=" + p.preemption->nominated_node + " victims=";
+    for (const std::string& v : p.preemption->victims) out += v + ",";
+  }
+  return out;
+}
+
+// What the event stream and the pods are drawn from: zones, apps, a few shapes of pod.
+class Generator {
+ public:
+  explicit Generator(uint64_t seed) : rng_(seed) {}
+  int Pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+  Node NewNode() {
+    const std::string name = StrCat("n", next_node_++);
+    Node n = MakeNode(name, {{"cpu", std::to_string(2 + Pick(6))}, {"memory", StrCat(4 + Pick(8), "Gi")}, {"pods", "20"}},
+                      {{"kubernetes.io/hostname", name}, {"topology.kubernetes.io/zone", StrCat("z", Pick(3))}});
+    if (Pick(8) == 0) n.taints.push_back(Taint{"dedicated", "gpu", "NoSchedule"});
+    return n;
+  }
+
+  // A pod of one of several signatures: plain, spread, anti-affinity, preferred affinity,
+  // host port, node selector, toleration.
+  Pod NewPod(const std::string& node, int shape = -1) {
+    static const char* kApps[] = {"web", "db", "cache"};
+    static const char* kCpu[] = {"100m", "250m", "500m", "1"};
+    Pod p = MakePod(StrCat("p", next_pod_++), {{"cpu", kCpu[Pick(4)]}, {"memory", StrCat(128 << Pick(4), "Mi")}}, node);
+    p.meta.uid = p.meta.name;
+    const std::string app = kApps[Pick(3)];
+    p.meta.labels = {{"app", app}};
+    if (shape < 0) shape = Pick(8);
+    PodAffinityTerm term;
+    term.label_selector = LabelSelector{{{"app", app}}, {}};
+    switch (shape) {
+      case 1: {
+        TopologySpreadConstraint c;
+        c.max_skew = 1 + Pick(2);
+        c.topology_key = Pick(2) ? "topology.kubernetes.io/zone" : "kubernetes.io/hostname";
+        c.when_unsatisfiable = Pick(2) ? "DoNotSchedule" : "ScheduleAnyway";
+        c.label_selector = term.label_selector;
+        p.topology_spread_constraints.push_back(c);
+        break;
+      }
+      case 2:
+        term.topology_key = "kubernetes.io/hostname";
+        p.affinity.emplace().pod_anti_affinity.emplace().required.push_back(term);
+        break;
+      case 3:
+        term.topology_key = "topology.kubernetes.io/zone";
+        p.affinity.emplace().pod_affinity.emplace().preferred.push_back(WeightedPodAffinityTerm{1 + Pick(100), term});
+        break;
+      case 4: {
+        ContainerPort port;
+        port.container_port = 8080;
+        port.host_port = 8000 + Pick(3);
+        port.protocol = "TCP";
+        p.containers[0].ports.push_back(port);
+        break;
+      }
+      case 5:
+        p.node_selector = {{"topology.kubernetes.io/zone", StrCat("z", Pick(3))}};
+        break;
+      case 6: {
+        Toleration t;
+        t.key = "dedicated";
+        t.op = "Equal";
+        t.value = "gpu";
+        t.effect = "NoSchedule";
+        p.tolerations.push_back(t);
+        break;
+      }
+      default:
+        break;
+    }
+    return p;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  int next_node_ = 0;
+  int next_pod_ = 0;
+};
+
+struct Stream {
+  ObjectSet cluster;
+  std::vector<Node> nodes;  // alive, by the generator's view
+};
+
+// Drives one random stream of events and schedules on the reference, the engine per pod
+// and the engine batched; every `sample` steps each is compared with a scheduler built
+// fresh from its Objects(), on probe pods scheduled inside a transaction that is reverted.
+void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
+  Generator g(seed);
+  ObjectSet cluster;
+  for (int32_t i = 0; i < nodes; ++i) cluster.nodes.push_back(g.NewNode());
+  for (int32_t k = 0; k < nodes * 2; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(nodes)].meta.name));
+  cluster.namespaces.push_back(Namespace{ObjectMeta{}});
+  cluster.namespaces[0].meta.name = "default";
+  const SchedulerConfig config = DefaultSchedulerConfig();
+  std::vector<std::unique_ptr<Scheduler>> live;
+  for (int side = 0; side < 3; ++side) {
+    Options o;
+    o.reference = side == 0;
+    o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+    auto s = Scheduler::Create(cluster, config, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    live.push_back(std::move(*s));
+  }
+  const char* kSide[] = {"reference", "engine per pod", "engine batched"};
+  std::vector<std::string> bound;  // keys of bound pods, as every side holds them
+  for (const Pod& p : cluster.pods) bound.push_back(ObjectKey(p.meta));
+  std::vector<Node> alive = cluster.nodes;
+  auto apply_all = [&](const ClusterEvent& e, const std::string& what) {
+    for (int side = 0; side < 3; ++side) {
+      absl::Status st = live[side]->Apply(e);
+      ASSERT_TRUE(st.ok()) << what << " on " << kSide[side] << ": " << st;
+    }
+  };
+  auto schedule_all = [&](const std::vector<Pod>& pods, const std::string& what) {
+    for (const Pod& pod : pods) {
+      std::string first;
+      for (int side = 0; side < 3; ++side) {
+        Placement p = live[side]->Schedule(pod);
+        std::string d = Describe(p);
+        if (side == 0) {
+          first = d;
+          if (!p.node.empty()) bound.push_back(p.pod);
+        } else {
+          ASSERT_EQ(d, first) << what << " on " << kSide[side];
+        }
+      }
+    }
+  };
+  int64_t placed_probes = 0;
+  for (int32_t step = 0; step < steps; ++step) {
+    const std::string what = StrCat("seed ", seed, " step ", step);
+    const int r = g.Pick(40);
+    if (r < 10) {  // one pod
+      schedule_all({g.NewPod("")}, what);
+    } else if (r < 14) {  // a run of replicas
+      Pod base = g.NewPod("");
+      std::vector<Pod> run;
+      for (int k = 0; k < 3 + g.Pick(6); ++k) {
+        Pod p = base;
+        p.meta.name = p.meta.uid = StrCat(base.meta.name, "-", k);
+        run.push_back(p);
+      }
+      schedule_all(run, what);
+    } else if (r < 24 && !bound.empty()) {  // delete a bound pod
+      size_t at = static_cast<size_t>(g.Pick(static_cast<int>(bound.size())));
+      Pod gone;
+      std::string key = bound[at];
+      gone.meta.namespace_ = key.substr(0, key.find('/'));
+      gone.meta.name = key.substr(key.find('/') + 1);
+      gone.node_name = "somewhere";
+      bound.erase(bound.begin() + static_cast<std::ptrdiff_t>(at));
+      apply_all(PodEvent(EventType::kDeleted, gone), what + " delete " + key);
+    } else if (r < 29 && !alive.empty()) {  // a pod bound elsewhere
+      Pod p = g.NewPod(alive[g.Pick(static_cast<int>(alive.size()))].meta.name);
+      bound.push_back(ObjectKey(p.meta));
+      apply_all(PodEvent(EventType::kAdded, p), what + " add " + p.meta.name);
+    } else if (r < 31 && !bound.empty()) {  // relabel a bound pod
+      const std::string key = bound[g.Pick(static_cast<int>(bound.size()))];
+      ObjectSet now = live[0]->Objects();
+      for (const Pod& p : now.pods) {
+        if (ObjectKey(p.meta) != key) continue;
+        Pod q = p;
+        q.meta.labels["app"] = g.Pick(2) ? "web" : "batch";
+        apply_all(PodEvent(EventType::kModified, q), what + " relabel " + key);
+        break;
+      }
+    } else if (r < 32) {  // a node joins
+      Node n = g.NewNode();
+      alive.push_back(n);
+      apply_all(NodeEvent(EventType::kAdded, n), what + " node add " + n.meta.name);
+    } else if (r < 33 && alive.size() > 2) {  // a node leaves (its pods stay, counted nowhere)
+      size_t at = static_cast<size_t>(g.Pick(static_cast<int>(alive.size())));
+      Node n = alive[at];
+      alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(at));
+      apply_all(NodeEvent(EventType::kDeleted, n), what + " node delete " + n.meta.name);
+    } else if (r < 34 && !alive.empty()) {  // a node moves zone or gets a taint
+      Node& n = alive[g.Pick(static_cast<int>(alive.size()))];
+      if (g.Pick(2)) {
+        n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));
+      } else {
+        n.taints = {Taint{"node.kubernetes.io/unreachable", "", "NoSchedule"}};
+      }
+      apply_all(NodeEvent(EventType::kModified, n), what + " node update " + n.meta.name);
+    } else {  // compare with fresh schedulers, in a transaction that is then reverted
+      if (step % sample != 0 && r != 39) continue;
+      std::vector<Pod> probes;
+      for (int shape = 0; shape < 7; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
+      for (int side = 0; side < 3; ++side) {
+        Options o;
+        o.reference = side == 0;
+        o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+        o.start_index = live[side]->next_start_index();
+        ObjectSet objects = live[side]->Objects();
+        auto fresh = Scheduler::Create(objects, config, o);
+        ASSERT_TRUE(fresh.ok()) << fresh.status();
+        ASSERT_TRUE(live[side]->Begin().ok());
+        const int32_t start = live[side]->next_start_index();
+        for (const Pod& probe : probes) {
+          Placement a = live[side]->Schedule(probe), b = (*fresh)->Schedule(probe);
+          ASSERT_EQ(Describe(a), Describe(b)) << what << " probe on " << kSide[side] << " against a fresh scheduler";
+          placed_probes += a.node.empty() ? 0 : 1;
+        }
+        EXPECT_EQ(live[side]->next_start_index(), (*fresh)->next_start_index()) << what;
+        ASSERT_TRUE(live[side]->Revert().ok());
+        EXPECT_EQ(live[side]->next_start_index(), start) << what;
+        ObjectSet after = live[side]->Objects();
+        ASSERT_EQ(after.pods.size(), objects.pods.size()) << what << ": Revert left pods behind on " << kSide[side];
+        for (size_t k = 0; k < after.pods.size(); ++k) {
+          ASSERT_EQ(ObjectKey(after.pods[k].meta), ObjectKey(objects.pods[k].meta)) << what;
+        }
+      }
+    }
+  }
+  EXPECT_GT(placed_probes, 0);
+}
+
+TEST(LiveStateTest, EventStreamsMatchTheReferenceAndFreshSchedulers) {
+  // ctest: small clusters; KPLACE_SOAK=1 adds larger ones and longer streams.
+  RunStream(1, 12, 300, 10);
+  RunStream(2, 40, 300, 25);
+  RunStream(3, 150, 200, 40);
+  if (Soak()) {
+    RunStream(4, 1000, 2000, 100);
+    RunStream(5, 5000, 1000, 200);
+  }
+}
+
+TEST(LiveStateTest, DeletingABoundPodFreesItsNode) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n1", {{"cpu", "2"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "n1"}}));
+  cluster.pods.push_back(MakePod("big", {{"cpu", "2"}}, "n1"));
+  for (bool reference : {true, false}) {
+    Options o;
+    o.reference = reference;
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    Pod want = MakePod("next", {{"cpu", "1"}});
+    EXPECT_EQ((*s)->Schedule(want).node, "");
+    Pod gone = cluster.pods[0];
+    ASSERT_TRUE((*s)->Apply(PodEvent(EventType::kDeleted, gone)).ok());
+    want.meta.name = "next2";
+    Placement p = (*s)->Schedule(want);
+    EXPECT_EQ(p.node, "n1") << p.message;
+    // A second delete of the same pod names it.
+    absl::Status again = (*s)->Apply(PodEvent(EventType::kDeleted, gone));
+    EXPECT_TRUE(absl::IsNotFound(again)) << again;
+    EXPECT_NE(std::string(again.message()).find("default/big"), std::string::npos) << again;
+  }
+}
+
+TEST(LiveStateTest, RevertUndoesPlacementsAndNodeChanges) {
+  ObjectSet cluster;
+  for (const char* n : {"a", "b"}) {
+    cluster.nodes.push_back(MakeNode(n, {{"cpu", "1"}, {"pods", "10"}}, {{"kubernetes.io/hostname", n}}));
+  }
+  for (bool reference : {true, false}) {
+    Options o;
+    o.reference = reference;
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->Begin().ok());
+    EXPECT_FALSE((*s)->Schedule(MakePod("x", {{"cpu", "1"}})).node.empty());
+    ASSERT_TRUE((*s)->Begin().ok());  // one level of nesting
+    EXPECT_FALSE((*s)->Begin().ok());
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kDeleted, cluster.nodes[0])).ok());
+    EXPECT_EQ((*s)->Objects().nodes.size(), 1u);
+    ASSERT_TRUE((*s)->Revert().ok());  // the node is back
+    EXPECT_EQ((*s)->Objects().nodes.size(), 2u);
+    EXPECT_EQ((*s)->Objects().pods.size(), 1u);
+    ASSERT_TRUE((*s)->Revert().ok());  // and x is gone
+    EXPECT_EQ((*s)->Objects().pods.size(), 0u);
+    EXPECT_EQ((*s)->next_start_index(), 0);
+    EXPECT_FALSE((*s)->Revert().ok());
+    // Both nodes take a 1-cpu pod again.
+    EXPECT_FALSE((*s)->Schedule(MakePod("y", {{"cpu", "1"}})).node.empty());
+    EXPECT_FALSE((*s)->Schedule(MakePod("z", {{"cpu", "1"}})).node.empty());
+  }
+}
+
+TEST(EventTest, ParsesWatchLinesAndNamesWhatIsWrong) {
+  auto e = ParseWatchEvent(R"({"type":"ADDED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n9"}}})", "ev:1");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->has_value());
+  EXPECT_EQ((*e)->kind, "Node");
+  EXPECT_EQ((*e)->Key(), "n9");
+  auto bookmark = ParseWatchEvent(R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{}}})", "ev:2");
+  ASSERT_TRUE(bookmark.ok());
+  EXPECT_FALSE(bookmark->has_value());
+  auto bad_type = ParseWatchEvent(R"({"type":"UPSERT","object":{"kind":"Node","metadata":{"name":"n"}}})", "ev:3");
+  EXPECT_NE(std::string(bad_type.status().message()).find("ev:3: type: unknown event type \"UPSERT\""), std::string::npos)
+      << bad_type.status();
+  auto bad_kind = ParseWatchEvent(R"({"type":"ADDED","object":{"kind":"Gadget","metadata":{"name":"g"}}})", "ev:4");
+  EXPECT_NE(std::string(bad_kind.status().message()).find("unsupported kind \"Gadget\""), std::string::npos)
+      << bad_kind.status();
+  auto list = ParseWatchEvent(R"({"type":"ADDED","object":{"kind":"PodList","items":[]}})", "ev:5");
+  EXPECT_FALSE(list.ok());
+  auto no_object = ParseWatchEvent(R"({"type":"DELETED"})", "ev:6");
+  EXPECT_NE(std::string(no_object.status().message()).find("ev:6: object:"), std::string::npos) << no_object.status();
+}
+
+TEST(EventTest, NodesKeepTheNodeTreeOrder) {
+  ObjectSet objects;
+  auto node = [](const std::string& name, const std::string& zone) {
+    return MakeNode(name, {}, {{"topology.kubernetes.io/zone", zone}});
+  };
+  objects.nodes = {node("x", "y"), node("a", "q"), node("b", "y")};
+  GroupNodesByZone(&objects.nodes);  // y: x b; q: a
+  ASSERT_TRUE(ApplyToObjects(NodeEvent(EventType::kAdded, node("c", "y")), &objects).ok());
+  // x leaves zone y for a new zone: zone y keeps its place ahead of q, as in upstream's tree.
+  Undo undo;
+  ASSERT_TRUE(ApplyToObjects(NodeEvent(EventType::kModified, node("x", "w")), &objects, &undo).ok());
+  std::vector<std::string> names;
+  for (const Node& n : objects.nodes) names.push_back(n.meta.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"b", "c", "a", "x"}));
+  ASSERT_TRUE(ApplyToObjects(undo.event, &objects, nullptr, undo.index).ok());
+  names.clear();
+  for (const Node& n : objects.nodes) names.push_back(n.meta.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "b", "c", "a"}));
+  EXPECT_TRUE(absl::IsAlreadyExists(ApplyToObjects(NodeEvent(EventType::kAdded, node("a", "q")), &objects)));
+}
+
+}  // namespace
+}  // namespace kplace::state
