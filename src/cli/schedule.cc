@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -12,13 +14,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kplace/cli/commands.h"
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
 #include "kplace/cli/flags.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/preemption.h"
+#include "kplace/cycle/queue.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
+#include "kplace/state/event.h"
 
 namespace kplace::cli {
 namespace {
@@ -265,6 +271,61 @@ void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options,
   std::fprintf(stderr, "%s: warning: default plugins not built in this kplace, left out: %s\n", who, names.c_str());
 }
 
+// Replays `file` (one watch event per line) through a scheduling queue over `scheduler`,
+// after the pending pods of the snapshot. Stops at the first bad event.
+absl::Status ReplayEvents(const std::string& file, const ObjectSet& cluster, const std::vector<Pod>& pending,
+                          cycle::Scheduler* scheduler, const char* who, std::vector<cycle::Placement>* placements,
+                          std::deque<Pod>* pods) {
+  std::ifstream in(file, std::ios::binary);
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) return absl::InvalidArgumentError(StrCat(file, ": is a directory, not a file"));
+  if (!in) return absl::NotFoundError(StrCat(file, ": cannot open file"));
+  cycle::SchedulingQueue queue(scheduler);
+  for (const Pod& p : pending) {
+    pods->push_back(p);
+    KPLACE_RETURN_IF_ERROR(queue.Add(p));
+  }
+  ObjectSet classes;  // PriorityClasses as the events leave them, for pods that arrive
+  classes.priority_classes = cluster.priority_classes;
+  absl::Status status;
+  state::WatchReader reader(&in, file);
+  std::string text, where;
+  int64_t events = 0;
+  while (true) {
+    auto more = reader.Next(&text, &where);
+    if (!more.ok()) {
+      status = more.status();
+      break;
+    }
+    if (!*more) break;
+    auto parsed = state::ParseWatchEvent(text, where);
+    if (!parsed.ok()) {
+      status = parsed.status();
+      break;
+    }
+    if (!parsed->has_value()) continue;  // BOOKMARK
+    state::ClusterEvent& e = **parsed;
+    if (e.kind == "Pod") {
+      status = ResolvePriorities(classes, &e.object.pods, where);
+      if (!status.ok()) break;
+      pods->push_back(e.object.pods[0]);
+    } else if (e.kind == "PriorityClass") {
+      status = state::ApplyToObjects(e, &classes);
+      if (!status.ok()) break;
+    }
+    status = queue.Apply(e);
+    if (!status.ok()) break;
+    if (++events % 100000 == 0) std::fprintf(stderr, "%s: %lld events applied\n", who, static_cast<long long>(events));
+  }
+  queue.Flush();
+  *placements = queue.Results();
+  std::fprintf(stderr, "%s: --events: %lld events applied (%lld changed the cluster), %zu pods decided, %zu waiting\n", who,
+               static_cast<long long>(events), static_cast<long long>(queue.stats().events), placements->size(),
+               queue.waiting());
+  if (!status.ok()) return absl::InvalidArgumentError(StrCat(status.message(), " (nothing after this event was applied)"));
+  return absl::OkStatus();
+}
+
 int Schedule(int argc, char** argv, bool explain_command) {
   const char* who = explain_command ? "kplace explain" : "kplace schedule";
   Flags flags(explain_command ? "explain" : "schedule",
@@ -290,9 +351,17 @@ int Schedule(int argc, char** argv, bool explain_command) {
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
                              "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
   bool& verify = flags.Bool("verify", "engine: schedule per pod and batched, and fail on any difference");
+  std::string& events_file = flags.String("events", "",
+                                          "watch events to replay (`kubectl get --watch -o json` lines: ADDED, MODIFIED, DELETED of "
+                                          "nodes, pods, ...); pending pods are scheduled as they arrive, before the next change");
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false,DRAExtendedResource=true");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;
+  if (!events_file.empty() && (output == "pods" || verify || report)) {
+    std::fprintf(stderr, "%s: --events: --output=pods, --verify and --report are not available with it yet\n",
+                 explain_command ? "kplace explain" : "kplace schedule");
+    return 2;
+  }
   if (cluster_files.empty()) {
     std::fprintf(stderr, "kplace %s: --cluster is required (see --help)\n", explain_command ? "explain" : "schedule");
     return 2;
@@ -440,6 +509,30 @@ int Schedule(int argc, char** argv, bool explain_command) {
                  static_cast<long long>(c->pods), c->batched_next_start);
     if (!explain) placements = std::move(options.batch > 1 ? c->batched : c->per_pod);
   }
+  // The pod each placement is for, in placement order.
+  std::vector<const Pod*> pod_of;
+  for (size_t q : order) pod_of.push_back(&pending[q]);
+  std::deque<Pod> event_pods;
+  int rc = 0;
+  size_t num_nodes = cluster.nodes.size();
+  if (!events_file.empty()) {
+    auto scheduler = cycle::Scheduler::Create(cluster, config, options);
+    if (!scheduler.ok()) {
+      std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
+      return 1;
+    }
+    absl::Status replayed = ReplayEvents(events_file, cluster, pending, scheduler->get(), who, &placements, &event_pods);
+    if (!replayed.ok()) {
+      std::fprintf(stderr, "%s: %s\n", who, std::string(replayed.message()).c_str());
+      rc = 1;  // what was decided before the bad event is still written
+    }
+    std::map<std::string, const Pod*> by_key;
+    for (const Pod& p : event_pods) by_key[ObjectKey(p.meta)] = &p;
+    pod_of.clear();
+    for (const cycle::Placement& p : placements) pod_of.push_back(by_key.at(p.pod));
+    order.resize(placements.size());
+    num_nodes = (*scheduler)->NodeOrder().size();
+  }
   if (placements.size() != order.size()) {
     placements.clear();
     auto scheduler = cycle::Scheduler::Create(cluster, config, options);
@@ -482,19 +575,19 @@ int Schedule(int argc, char** argv, bool explain_command) {
     int64_t scheduled = 0, gated = 0, other = 0;
     std::vector<std::pair<const Pod*, std::string>> placed;
     for (size_t k = 0; k < order.size(); ++k) {
-      list.push_back(PlacementJson(placements[k], explain, filter_plugins[pending[order[k]].scheduler_name]));
+      list.push_back(PlacementJson(placements[k], explain, filter_plugins[pod_of[k]->scheduler_name]));
       gated += placements[k].gated;
       other += placements[k].other_scheduler;
       if (!placements[k].node.empty()) {
         ++scheduled;
-        placed.push_back({&pending[order[k]], placements[k].node});
+        placed.push_back({pod_of[k], placements[k].node});
       }
     }
     const int64_t unschedulable = static_cast<int64_t>(order.size()) - scheduled - gated - other;
     doc = {{"placements", list},
            {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", unschedulable},
                         {"schedulingGated", gated}, {"otherScheduler", other},
-                        {"nodes", cluster.nodes.size()}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
+                        {"nodes", num_nodes}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
     if (report) doc["report"] = SurvivalReport(cluster, placed);
   }
   std::string text = output == "yaml" ? ToYaml(doc) : doc.dump(2) + "\n";
@@ -508,7 +601,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
       return 1;
     }
   }
-  return 0;
+  return rc;
 }
 
 }  // namespace

@@ -203,6 +203,43 @@ absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view lin
   return std::optional<ClusterEvent>(std::move(e));
 }
 
+absl::StatusOr<bool> WatchReader::Next(std::string* text, std::string* where) {
+  text->clear();
+  int depth = 0;
+  bool in_string = false, escaped = false, started = false;
+  std::string line;
+  while (std::getline(*in_, line)) {
+    ++line_;
+    for (char c : line) {
+      if (!started) {
+        if (c == ' ' || c == '\t' || c == '\r') continue;
+        started = true;
+        *where = StrCat(file_, ":", line_);
+      }
+      text->push_back(c);
+      if (in_string) {
+        if (escaped) {
+          escaped = false;
+        } else if (c == '\\') {
+          escaped = true;
+        } else if (c == '"') {
+          in_string = false;
+        }
+        continue;
+      }
+      if (c == '"') in_string = true;
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') --depth;
+    }
+    if (!started) continue;  // blank line
+    // A line that does not open an object is one event (an error, if it is not JSON).
+    if (depth <= 0 || text->front() != '{') return true;
+    text->push_back('\n');
+  }
+  if (started) return absl::InvalidArgumentError(StrCat(*where, ": the event that starts here is not closed at the end of the file"));
+  return false;
+}
+
 absl::Status ApplyToObjects(const ClusterEvent& event, ObjectSet* objects, Undo* undo, std::optional<size_t> at) {
   const ObjectSet& o = event.object;
   if (!o.nodes.empty()) return ApplyIn(event, &objects->nodes, o.nodes[0], false, undo, at, &ObjectSet::nodes);

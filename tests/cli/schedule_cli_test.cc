@@ -434,5 +434,51 @@ TEST_F(ScheduleCliTest, FeatureGatesAreValidated) {
   EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--feature-gates", "ImageVolume=maybe"}, &out), 2);
 }
 
+
+// A recorded history replayed with --events: pods are placed as they arrive, a pod that
+// fit nowhere is tried again after a deletion frees a node, an ungated pod is placed once
+// its gate is lifted, and a bad event stops the replay naming its line.
+TEST_F(ScheduleCliTest, EventsReplayRetriesWaitingPods) {
+  auto line = [](const std::string& type, const json& object) { return json{{"type", type}, {"object", object}}.dump(); };
+  json gated = Pod("p5", "4", {{"schedulingGates", json::array({{{"name", "quota"}}})}});
+  json bound_p1 = Pod("p1", "4", {{"nodeName", "a"}});
+  std::string events = (dir_ / "events.jsonl").string();
+  std::ofstream(events) << line("ADDED", Pod("p2", "4")) << "\n"
+                        << line("ADDED", Pod("p3", "4")) << "\n"
+                        << line("ADDED", gated) << "\n"
+                        << line("DELETED", bound_p1) << "\n"
+                        << line("ADDED", Node("c")) << "\n"
+                        << line("MODIFIED", Pod("p5", "4")) << "\n"
+                        << line("ADDED", Pod("p4", "4")) << "\n";
+  const std::string cluster = Write("c.json", List(json::array({Node("a"), Node("b")})));
+  const std::string pods = Write("p.json", List(json::array({Pod("p1", "4")})));
+  for (const char* engine : {"--backend=omp", "--reference", "--batch=1"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", cluster, "--pods", pods, "--events", events, engine}, &out), 0) << engine;
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+    ASSERT_EQ(by_pod.size(), 5u) << out.dump(1);
+    EXPECT_EQ(by_pod["default/p1"]["node"], "a") << engine;
+    EXPECT_EQ(by_pod["default/p2"]["node"], "b") << engine;
+    EXPECT_EQ(by_pod["default/p3"]["node"], "a") << engine << ": placed when p1 left";
+    EXPECT_EQ(by_pod["default/p3"]["attempts"], 2) << engine;
+    EXPECT_EQ(by_pod["default/p5"]["node"], "c") << engine << ": placed once ungated";
+    EXPECT_TRUE(by_pod["default/p4"]["node"].is_null()) << engine;
+    EXPECT_EQ(by_pod["default/p4"]["message"].get<std::string>().substr(0, 52),
+              "0/3 nodes are available: 3 Insufficient cpu. preempt")
+        << engine;
+    EXPECT_EQ(out["summary"]["nodes"], 3);
+  }
+  std::string bad = (dir_ / "bad.jsonl").string();
+  std::ofstream(bad) << line("ADDED", Pod("p2", "4")) << "\n" << line("DELETED", Pod("nobody", "1", {{"nodeName", "a"}})) << "\n";
+  json out;
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Run({"schedule", "--cluster", cluster, "--events", bad}, &out), 1);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("bad.jsonl:2: Pod default/nobody not found (DELETED) (nothing after this event was applied)"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace kplace

@@ -4,9 +4,11 @@
 // applied to an object set the way the scheduler's cache applies them. Host-safe.
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,6 +43,21 @@ ClusterEvent NodeEvent(EventType type, const Node& node);
  *  a malformed line, an unknown type, an ERROR event, an object that does not decode, a
  *  kind the scheduler does not read, or a List. */
 absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view line, const std::string& where);
+
+/** Reads watch events from a stream: one JSON object per line, or pretty-printed objects
+ *  one after another (`kubectl get --watch --output-watch-events -o json`). */
+class WatchReader {
+ public:
+  WatchReader(std::istream* in, std::string file) : in_(in), file_(std::move(file)) {}
+  /** The next event's text in `*text` and "file:line" of its first line in `*where`;
+   *  false at the end. An object left open at the end is an error. */
+  absl::StatusOr<bool> Next(std::string* text, std::string* where);
+
+ private:
+  std::istream* in_;
+  std::string file_;
+  int64_t line_ = 0;
+};
 
 /** Where an object sat in its list before an event changed it: what undoes the event. */
 struct Undo {

@@ -1,0 +1,61 @@
+#pragma once
+// The scheduling queue over a live scheduler: pending pods arrive, cluster events change
+// the cluster between cycles, and pods that did not fit wait until an event could let
+// them fit (docs/live-state.md). Host-safe.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/state/event.h"
+
+namespace kplace::cycle {
+
+/** What the queue did, for a progress line or a summary. */
+struct QueueStats {
+  int64_t events = 0;  // cluster events applied
+  int64_t flushes = 0;  // times the active queue was scheduled
+  int64_t requeued = 0;  // pods moved back to the active queue by an event
+};
+
+class SchedulingQueue {
+ public:
+  explicit SchedulingQueue(Scheduler* scheduler) : scheduler_(scheduler) {}
+
+  /** A pending pod joins the active queue (priority order is ScheduleAll's). */
+  absl::Status Add(const Pod& pod, const std::string& where = "");
+  /**
+   * @brief One watch event. Pending pods' events change the queue: an added pod joins it,
+   * an updated one replaces its queued or waiting copy and is tried again (a scheduling
+   * gate removed, say), a deleted one leaves. Every other event first lets the active
+   * queue be scheduled (the pods arrived before the change), then reaches the scheduler
+   * (Scheduler::Apply) and moves every pod waiting as unschedulable back to the active
+   * queue: without queueing hints, any change may let a pod fit.
+   * @return the scheduler's error (nothing applied), or AlreadyExists for a pending pod
+   * added twice.
+   */
+  absl::Status Apply(const state::ClusterEvent& event);
+  /** Schedules the active queue (Scheduler::ScheduleAll); pods that fit nowhere wait. */
+  void Flush();
+
+  /** Each pod's last attempt, in the order the pods arrived; attempts summed over flushes. */
+  std::vector<Placement> Results() const;
+  /** Pods waiting as unschedulable (or gated) now. */
+  size_t waiting() const { return unschedulable_.size(); }
+  const QueueStats& stats() const { return stats_; }
+
+ private:
+  void Requeue();
+  void Forget(const std::string& key);
+
+  Scheduler* scheduler_;
+  std::vector<Pod> active_;                     // arrival order; ScheduleAll sorts
+  std::map<std::string, Pod> unschedulable_;    // tried, did not fit (or gated), by key
+  std::map<std::string, size_t> slot_;          // key -> index in results_
+  std::vector<Placement> results_;
+  QueueStats stats_;
+};
+
+}  // namespace kplace::cycle
