@@ -8,6 +8,7 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/conform/runner.h"
+#include "kplace/cycle/node_order.h"
 #include "kplace/cycle/preemption.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
@@ -122,10 +123,11 @@ NodeToStatus Statuses(const PreemptionInput& in) {
   return m;
 }
 
+// The snapshot's node list, as upstream's tests build it: the node tree's order.
 std::vector<int32_t> AllNodes(const cycle::DryRunHost& host) {
-  std::vector<int32_t> out(host.NumNodes());
-  for (int32_t i = 0; i < host.NumNodes(); ++i) out[i] = i;
-  return out;
+  std::vector<const Node*> nodes;
+  for (int32_t i = 0; i < host.NumNodes(); ++i) nodes.push_back(&host.NodeAt(i));
+  return cycle::ZoneRoundRobinOrder(nodes);
 }
 
 void Diff(std::vector<std::string>* diffs, const std::string& what, const std::string& want, const std::string& got) {
@@ -163,6 +165,7 @@ absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c) {
   options.args = c.args.default_preemption;
   const int32_t offset = in.offset.value_or(0);
   options.offset = [offset](int32_t n) { return offset % n; };
+  options.node_order = AllNodes(host);
 
   if (in.entry == "PostFilter" || in.entry == "PreEnqueue") {
     std::vector<std::unique_ptr<TestExtender>> extenders;
@@ -229,7 +232,7 @@ absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c) {
     if (e.eligible) Diff(&diffs, "eligible", *e.eligible ? "true" : "false", eligible ? "true" : "false");
   } else if (in.entry == "NodesForStatusCode") {
     std::vector<std::string> got;
-    for (int32_t i : cycle::NodesForStatusCode(Statuses(in), in.status_code, host)) got.push_back(host.NodeAt(i).meta.name);
+    for (int32_t i : cycle::NodesForStatusCode(Statuses(in), in.status_code, host, &options.node_order)) got.push_back(host.NodeAt(i).meta.name);
     std::sort(got.begin(), got.end());
     if (e.potential_nodes) Diff(&diffs, "potentialNodes", List(*e.potential_nodes), List(got));
   }

@@ -119,9 +119,12 @@ bool PodEligibleToPreemptOthers(const Pod& pod, const PluginStatus* nominated_st
   return true;
 }
 
-std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host) {
+std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host,
+                                        const std::vector<int32_t>* order) {
   std::vector<int32_t> out;
-  for (int32_t i = 0; i < host.NumNodes(); ++i) {
+  const int32_t n = order ? static_cast<int32_t>(order->size()) : host.NumNodes();
+  for (int32_t k = 0; k < n; ++k) {
+    const int32_t i = order ? (*order)[k] : k;
     if (statuses.Get(host.NodeAt(i).meta.name).code == code) out.push_back(i);
   }
   return out;
@@ -274,7 +277,8 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
     out.status = PluginStatus::Error("no nodes available");
     return out;
   }
-  std::vector<int32_t> potential = NodesForStatusCode(statuses, Code::kUnschedulable, host);
+  std::vector<int32_t> potential =
+      NodesForStatusCode(statuses, Code::kUnschedulable, host, options.node_order.empty() ? nullptr : &options.node_order);
   DryRunResult dry;
   if (!potential.empty()) {
     int32_t n = static_cast<int32_t>(potential.size());

@@ -669,6 +669,7 @@ class CycleScheduler final : public Scheduler {
     std::unique_ptr<ReferenceDryRunHost> host = MakeHost(ev_index);
     PostFilterOptions options;
     options.args = profile.args.default_preemption;
+    options.node_order = order_;
     options.offset = [this](int32_t potential) {
       return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
     };

@@ -9,6 +9,7 @@
 
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
+#include "kplace/cycle/node_order.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
@@ -75,6 +76,27 @@ class PreemptionTest : public ::testing::Test {
   std::unique_ptr<reference::Plugin> fit_;
   std::unique_ptr<ReferenceDryRunHost> host_;
 };
+
+// Potential nodes come in the snapshot's list order, which is the node tree's zone
+// round-robin order (upstream: NodeInfos().List()), not the order nodes were given in.
+TEST_F(PreemptionTest, PotentialNodesFollowTheNodeTreeOrder) {
+  for (const char* n : {"x", "y", "w"}) objects_.nodes.push_back(MakeNode(n, "4"));
+  objects_.nodes[0].meta.labels["topology.kubernetes.io/zone"] = "z1";
+  objects_.nodes[1].meta.labels["topology.kubernetes.io/zone"] = "z1";
+  objects_.nodes[2].meta.labels["topology.kubernetes.io/zone"] = "z2";
+  Build();
+  std::vector<const Node*> nodes;
+  for (const Node& n : objects_.nodes) nodes.push_back(&n);
+  const std::vector<int32_t> order = ZoneRoundRobinOrder(nodes);
+  std::vector<std::string> got;
+  for (int32_t i : NodesForStatusCode(AllUnschedulable(), Code::kUnschedulable, *host_, &order)) {
+    got.push_back(host_->NodeAt(i).meta.name);
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"x", "w", "y"}));
+  got.clear();
+  for (int32_t i : NodesForStatusCode(AllUnschedulable(), Code::kUnschedulable, *host_)) got.push_back(host_->NodeAt(i).meta.name);
+  EXPECT_EQ(got, (std::vector<std::string>{"x", "y", "w"}));
+}
 
 TEST_F(PreemptionTest, ReprievesPdbViolatingVictimsFirstThenByImportance) {
   objects_.nodes = {MakeNode("n1", "4")};

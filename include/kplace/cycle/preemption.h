@@ -74,8 +74,10 @@ bool PodEligibleToPreemptOthers(const Pod& pod, const PluginStatus* nominated_st
                                 std::string* reason);
 
 /** NodeToStatus.NodesForStatusCode (§4): snapshot indices of the nodes whose status is `code`,
- *  in snapshot order. */
-std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host);
+ *  in snapshot list order: `order` (upstream's NodeInfos().List(), the node tree's zone
+ *  round-robin order), or index order when null. */
+std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host,
+                                        const std::vector<int32_t>* order = nullptr);
 
 /** numCandidates (§5). */
 int32_t NumCandidates(int32_t potential, const DefaultPreemptionArgs& args);
@@ -145,6 +147,8 @@ struct PostFilterOptions {
   /** Picks the dry run's start in [0, potential): upstream draws it uniformly at random. */
   std::function<int32_t(int32_t potential)> offset;
   std::vector<PreemptionExtender*> extenders;
+  /** The snapshot's node list as node indices (node-tree order); empty: index order. */
+  std::vector<int32_t> node_order;
 };
 
 /** DefaultPreemption's PostFilter (§2) for `pod` after the filter pass gave `statuses`. The
