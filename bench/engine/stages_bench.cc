@@ -22,6 +22,7 @@
 #include "kplace/cycle/node_order.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
+#include "kplace/state/event.h"
 
 namespace kplace::bench {
 namespace {
@@ -190,28 +191,147 @@ void BM_CycleSelectHost(benchmark::State& state) {
 }
 BENCHMARK(BM_CycleSelectHost)->Arg(5000)->Arg(50000)->UseRealTime();
 
+// SchedulingBasic on `nodes` nodes (engine, omp) and `count` of its measured pods; null
+// (the benchmark skipped) when either cannot be built. The cluster lives in *cluster.
+std::unique_ptr<cycle::Scheduler> SchedulingBasic(benchmark::State& state, int32_t nodes, int32_t count,
+                                                  std::unique_ptr<ObjectSet>* cluster, std::vector<Pod>* pods) {
+  auto w = LoadWorkload("SchedulingBasic");
+  if (!w.ok()) {
+    state.SkipWithError(std::string(w.status().message()).c_str());
+    return nullptr;
+  }
+  SelectNodes(*w, nodes);
+  auto built = BuildCluster(*w);
+  PodGroup group = w->measured;
+  group.count = count;
+  auto measured = BuildPods(group, "pod");
+  if (!built.ok() || !measured.ok()) {
+    state.SkipWithError("cannot build the workload");
+    return nullptr;
+  }
+  *cluster = std::make_unique<ObjectSet>(std::move(*built));
+  *pods = std::move(*measured);
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  auto s = cycle::Scheduler::Create(**cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) {
+    state.SkipWithError(std::string(s.status().message()).c_str());
+    return nullptr;
+  }
+  return std::move(*s);
+}
+
 void BM_CycleBatchedPod(benchmark::State& state) {
   // One whole batched cycle per iteration on omp: the window scan from the start index,
   // the scores of the feasible window, selection and the bind, for SchedulingBasic's pod
   // (a run of replicas) on its node template. Iterations are capped so nodes never fill.
-  auto w = LoadWorkload("SchedulingBasic");
-  if (!w.ok()) return state.SkipWithError(std::string(w.status().message()).c_str());
-  SelectNodes(*w, static_cast<int32_t>(state.range(0)));
-  auto cluster = BuildCluster(*w);
-  PodGroup group = w->measured;
-  group.count = 20000;
-  auto pods = BuildPods(group, "pod");
-  if (!cluster.ok() || !pods.ok()) return state.SkipWithError("cannot build the workload");
-  cycle::Options options;
-  options.backend = engine::Backend::kOmp;
-  auto scheduler = cycle::Scheduler::Create(*cluster, DefaultSchedulerConfig(), options);
-  if (!scheduler.ok()) return state.SkipWithError(std::string(scheduler.status().message()).c_str());
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> pod_list;
+  auto scheduler = SchedulingBasic(state, static_cast<int32_t>(state.range(0)), 20000, &cluster, &pod_list);
+  if (!scheduler) return;
+  const std::vector<Pod>* pods = &pod_list;
   size_t next = 0;
-  for (auto _ : state) benchmark::DoNotOptimize((*scheduler)->Schedule((*pods)[next++ % pods->size()]));
+  for (auto _ : state) benchmark::DoNotOptimize(scheduler->Schedule((*pods)[next++ % pods->size()]));
   state.SetItemsProcessed(state.iterations());
   state.counters["nodes"] = static_cast<double>(state.range(0));
 }
 BENCHMARK(BM_CycleBatchedPod)->Arg(5000)->Arg(50000)->Iterations(20000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Live-state events on a scheduler over the fixture (the engine on omp, the default
+// profile) after one incoming pod compiled its spread and affinity tables: each iteration
+// is two events, so items = events.
+std::unique_ptr<cycle::Scheduler> EventScheduler(benchmark::State& state, Fixture* f) {
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  auto s = cycle::Scheduler::Create(f->cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) {
+    state.SkipWithError(std::string(s.status().message()).c_str());
+    return nullptr;
+  }
+  benchmark::DoNotOptimize((*s)->Schedule(f->incoming));
+  return std::move(*s);
+}
+
+void BM_EventPodDeleteAdd(benchmark::State& state) {
+  // A bound pod deleted, then added again, cycling over the existing pods.
+  Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
+  auto s = EventScheduler(state, f);
+  if (!s) return;
+  std::vector<state::ClusterEvent> del, add;
+  for (size_t k = 0; k < 1000; ++k) {
+    const Pod& p = f->cluster.pods[(k * 7919) % f->cluster.pods.size()];
+    del.push_back(state::PodEvent(state::EventType::kDeleted, p));
+    add.push_back(state::PodEvent(state::EventType::kAdded, p));
+  }
+  size_t k = 0;
+  for (auto _ : state) {
+    if (!s->Apply(del[k]).ok() || !s->Apply(add[k]).ok()) return state.SkipWithError("event refused");
+    k = (k + 1) % del.size();
+  }
+  state.SetItemsProcessed(2 * state.iterations());
+}
+BENCHMARK(BM_EventPodDeleteAdd)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_EventNodeLabelUpdate(benchmark::State& state) {
+  // A node's label changed and changed back (its zone stays).
+  Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
+  auto s = EventScheduler(state, f);
+  if (!s) return;
+  Node changed = f->cluster.nodes[17];
+  changed.meta.labels["pool"] = "blue";
+  const state::ClusterEvent there = state::NodeEvent(state::EventType::kModified, changed);
+  const state::ClusterEvent back = state::NodeEvent(state::EventType::kModified, f->cluster.nodes[17]);
+  for (auto _ : state) {
+    if (!s->Apply(there).ok() || !s->Apply(back).ok()) return state.SkipWithError("event refused");
+  }
+  state.SetItemsProcessed(2 * state.iterations());
+}
+BENCHMARK(BM_EventNodeLabelUpdate)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_EventNodeAddDelete(benchmark::State& state) {
+  Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
+  auto s = EventScheduler(state, f);
+  if (!s) return;
+  Node extra = f->cluster.nodes[3];
+  extra.meta.name = "node-extra";
+  extra.meta.labels["kubernetes.io/hostname"] = extra.meta.name;
+  const state::ClusterEvent add = state::NodeEvent(state::EventType::kAdded, extra);
+  const state::ClusterEvent del = state::NodeEvent(state::EventType::kDeleted, extra);
+  for (auto _ : state) {
+    if (!s->Apply(add).ok() || !s->Apply(del).ok()) return state.SkipWithError("event refused");
+  }
+  state.SetItemsProcessed(2 * state.iterations());
+}
+BENCHMARK(BM_EventNodeAddDelete)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_TransactionScheduleRevert(benchmark::State& state) {
+  // "Would these 1,000 pods fit?": Begin, 1,000 SchedulingBasic pods, Revert, against the
+  // same 1,000 pods scheduled without a transaction (range(1) = 0) on a scheduler kept small
+  // enough that they always fit.
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> pod_list;
+  auto scheduler = SchedulingBasic(state, static_cast<int32_t>(state.range(0)), 1000, &cluster, &pod_list);
+  if (!scheduler) return;
+  cycle::Scheduler* s = scheduler.get();
+  const std::vector<Pod>* pods = &pod_list;
+  const bool revert = state.range(1) != 0;
+  for (auto _ : state) {
+    if (revert && !s->Begin().ok()) return state.SkipWithError("Begin");
+    for (const Pod& p : *pods) benchmark::DoNotOptimize(s->Schedule(p));
+    if (revert && !s->Revert().ok()) return state.SkipWithError("Revert");
+    if (!revert) {  // the same pods leave again, untimed
+      state.PauseTiming();
+      for (const Pod& p : *pods) {
+        Pod gone = p;
+        gone.node_name = "bound";
+        if (!s->Apply(state::PodEvent(state::EventType::kDeleted, gone)).ok()) return state.SkipWithError("delete");
+      }
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(pods->size()) * state.iterations());
+}
+BENCHMARK(BM_TransactionScheduleRevert)->Args({5000, 0})->Args({5000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 #define KPLACE_STAGE(plugin, stage, tag)                                                                   \
   void BM_##plugin##tag(benchmark::State& state) { RunStage(state, #plugin, stage); }                      \

@@ -369,6 +369,7 @@ class InterPodAffinity final : public engine::Plugin {
     domains_host_.clear();
     classes_.clear();
     class_of_.clear();
+    counted_.clear();
     tables_.clear();
     table_of_.clear();
     terms_.clear();
@@ -384,7 +385,7 @@ class InterPodAffinity final : public engine::Plugin {
       namespace_labels_[id] = std::move(labels);
     }
     for (NodeIndex i = 0; i < n_; ++i) {
-      for (const Pod* p : s.pods_on(i)) AddExistingPod(*p, i);
+      for (const Pod* p : s.pods_on(i)) counted_[p] = AddExistingPod(*p, i);
     }
     UploadDomains();
     filter_ = IpaFilterParams{};
@@ -484,15 +485,26 @@ class InterPodAffinity final : public engine::Plugin {
     });
   }
 
-  // Counted out as it was counted in; the kept states replay binds only, so they go.
-  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
+  // Counted out as its bind counted it in; the kept states replay binds only, so they go.
+  // A pod this plugin did not see bound (not the snapshot's copy) makes it start again.
+  bool OnUnbind(const Pod& pod, NodeIndex, const Snapshot&) override {
+    auto it = counted_.find(&pod);
+    if (it == counted_.end()) return false;
     ForgetKept();
-    AddExistingPod(pod, node, -1);
+    RemoveExistingPod(it->second);
+    counted_.erase(it);
     return true;
   }
 
-  void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override {
+  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     BoundPod b = AddExistingPod(pod, node);
+    // Remembered only for the snapshot's own copy: another address may be reused.
+    const auto& on = s.pods_on(node);
+    for (size_t k = on.size(); k-- > 0;) {
+      if (on[k] != &pod) continue;
+      counted_[&pod] = b;
+      break;
+    }
     if (filter_state_.valid || score_state_.valid) {
       binds_.push_back(std::move(b));
       if (binds_.size() > kMaxReplayedBinds) ForgetKept();
@@ -909,9 +921,9 @@ class InterPodAffinity final : public engine::Plugin {
     return slot_of_[key] = slot;
   }
 
-  // Counts `pod` on `node` in (delta +1) or out again (-1, after it was counted in);
-  // returns what a replay needs to count it in too.
-  BoundPod AddExistingPod(const Pod& pod, NodeIndex node, int64_t delta = 1) {
+  // Counts `pod` on `node` in; returns what a replay needs to count it in too, and what
+  // counts it out again (RemoveExistingPod).
+  BoundPod AddExistingPod(const Pod& pod, NodeIndex node) {
     BoundPod bound{node, -1, {}};
     const int32_t ns = strings_.Intern(pod.meta.namespace_);
     LabelIds labels = InternLabels(pod.meta.labels);
@@ -919,7 +931,7 @@ class InterPodAffinity final : public engine::Plugin {
     if (plugins::IpaHasPodAffinity(pod)) {
       plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
       auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
-        const int32_t id = AddTerm(t, ns, node, kind, weight, delta);
+        const int32_t id = AddTerm(t, ns, node, kind, weight);
         if (id >= 0) bound.terms.push_back(BoundPod::Added{id, kind, weight});
       };
       for (const PodAffinityTerm& t : parsed.required_affinity) add(t, TermKind::kRequiredAffinity, 0);
@@ -933,7 +945,9 @@ class InterPodAffinity final : public engine::Plugin {
       key.append(reinterpret_cast<const char*>(&k), sizeof(k));
       key.append(reinterpret_cast<const char*>(&v), sizeof(v));
     }
-    auto [it, inserted] = class_of_.emplace(std::move(key), static_cast<int32_t>(classes_.size()));
+    auto it = class_of_.find(key);  // found without building a node: most pods are replicas
+    const bool inserted = it == class_of_.end();
+    if (inserted) it = class_of_.emplace(std::move(key), static_cast<int32_t>(classes_.size())).first;
     if (inserted) {
       PodClass c;
       c.ns = ns;
@@ -942,13 +956,25 @@ class InterPodAffinity final : public engine::Plugin {
       classes_.push_back(std::move(c));
     }
     bound.cls = it->second;
-    PodClass& c = classes_[it->second];
+    CountClass(bound.cls, node, +1);
+    return bound;
+  }
+
+  // Counts a pod out as `b` says it was counted in (upstream's RemovePod, §3).
+  void RemoveExistingPod(const BoundPod& b) {
+    CountClass(b.cls, b.node, -1);
+    for (const BoundPod::Added& a : b.terms) CountTerm(a.term, Domain(terms_[a.term].term.slot, b.node), a.kind, a.weight, -1);
+  }
+
+  // One pod of class `cls` more (+1) or fewer (-1) on `node`, in the class and in the
+  // cached term sets (they see the pod as upstream's AddPod and RemovePod would).
+  void CountClass(int32_t cls, NodeIndex node, int64_t delta) {
+    PodClass& c = classes_[cls];
     c.nodes[node] += delta;
     for (size_t slot = 0; slot < c.per_slot.size(); ++slot) {
       int32_t d = Domain(static_cast<int32_t>(slot), node);
       if (d >= 0) c.per_slot[slot][d] += delta;
     }
-    // The cached term sets see the pod as upstream's AddPod would (§3, AddPod).
     for (MatchTable& t : tables_) {
       if (!t.Matches(c.ns, c.labels)) continue;
       for (size_t i = 0; i < t.slots.size(); ++i) {
@@ -956,7 +982,6 @@ class InterPodAffinity final : public engine::Plugin {
         if (d >= 0) t.counts[i][d] += delta;
       }
     }
-    return bound;
   }
 
   // The table of an incoming term set, built from the classes on first use. References
@@ -990,13 +1015,22 @@ class InterPodAffinity final : public engine::Plugin {
 
   // Counts one term of a pod bound to `node`; returns its existing-term id, -1 when the
   // node lacks the key (the term never counts, §3.2, §5).
-  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight, int64_t delta) {
+  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight) {
     Term term = Compile(t, ns);
     const int32_t d = Domain(term.slot, node);
     if (d < 0) return -1;
-    auto [it, inserted] = term_of_.emplace(term.Key(), static_cast<int32_t>(terms_.size()));
-    if (inserted) terms_.push_back(ExistingTerm{std::move(term), {}, false, false});
-    const int32_t id = it->second;
+    std::string key = term.Key();
+    auto it = term_of_.find(key);
+    if (it == term_of_.end()) {
+      it = term_of_.emplace(std::move(key), static_cast<int32_t>(terms_.size())).first;
+      terms_.push_back(ExistingTerm{std::move(term), {}, false, false});
+    }
+    CountTerm(it->second, d, kind, weight, +1);
+    return it->second;
+  }
+
+  // One pod more (+1) or fewer (-1) with existing term `id` of `kind` in domain d.
+  void CountTerm(int32_t id, int32_t d, TermKind kind, int32_t weight, int64_t delta) {
     ExistingTerm& et = terms_[id];
     Cell& cell = et.cells[d];
     switch (kind) {
@@ -1004,7 +1038,7 @@ class InterPodAffinity final : public engine::Plugin {
         cell.required_anti += delta;
         if (!et.in_anti_list) anti_terms_.push_back(id);
         et.in_anti_list = true;
-        return id;
+        return;
       case TermKind::kRequiredAffinity:
         cell.required_aff += delta;
         break;
@@ -1019,7 +1053,6 @@ class InterPodAffinity final : public engine::Plugin {
     }
     if (!et.in_score_list) score_terms_.push_back(id);
     et.in_score_list = true;
-    return id;
   }
 
   void UploadDomains() { Upload(domains_host_, &domains_); }
@@ -1052,6 +1085,7 @@ class InterPodAffinity final : public engine::Plugin {
   std::unordered_map<std::string, int32_t> table_of_;
   std::vector<ExistingTerm> terms_;
   std::unordered_map<std::string, int32_t> term_of_;
+  std::unordered_map<const Pod*, BoundPod> counted_;  // what each bound pod added, by its address
   std::vector<int32_t> anti_terms_;   // terms with required anti-affinity cells
   std::vector<int32_t> score_terms_;  // terms with required affinity or preferred cells
 

@@ -75,8 +75,8 @@ class NodeResourcesBalancedAllocation final : public engine::Plugin {
   }
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
-  bool OnUnbind(const Pod&, NodeIndex node, const Snapshot& s) override {
-    columns_.RecomputeNode(node, s);
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
+    columns_.RemovePod(pod, node, s);
     return true;
   }
   // A node's score reads its own resource columns; a bind adds to the bound node's.

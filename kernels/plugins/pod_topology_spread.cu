@@ -228,10 +228,11 @@ class PodTopologySpread final : public engine::Plugin {
     tables_.clear();
     node_tables_.clear();
     pods_by_ns_.clear();
+    ref_at_.clear();
     owned_pods_.clear();
     for (NodeIndex n = 0; n < n_; ++n) {
       for (const Pod* p : s.pods_on(n)) {
-        if (!spread::IsTerminating(*p)) pods_by_ns_[p->meta.namespace_].push_back(PodRef{p, n});
+        if (!spread::IsTerminating(*p)) AddRef(PodRef{p, n});
       }
     }
     filter_ = SpreadFilterParams{0, nullptr, 0};
@@ -355,21 +356,7 @@ class PodTopologySpread final : public engine::Plugin {
 
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     if (spread::IsTerminating(pod)) return true;  // never counted
-    auto pods = pods_by_ns_.find(pod.meta.namespace_);
-    if (pods == pods_by_ns_.end()) return false;
-    std::vector<PodRef>& refs = pods->second;
-    // The snapshot's copy is what OnBind kept; an own copy is found by name. Order within a
-    // namespace does not matter: tables only count.
-    size_t at = refs.size();
-    for (size_t k = refs.size(); k-- > 0 && at == refs.size();) {
-      if (refs[k].pod == &pod) at = k;
-    }
-    for (size_t k = refs.size(); k-- > 0 && at == refs.size();) {
-      if (refs[k].node == node && refs[k].pod->meta.name == pod.meta.name) at = k;
-    }
-    if (at == refs.size()) return false;
-    refs[at] = refs.back();
-    refs.pop_back();
+    if (!RemoveRef(pod, node)) return false;
     for (auto& [key, t] : tables_) {
       if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->RemovePodOn(node);
     }
@@ -383,17 +370,18 @@ class PodTopologySpread final : public engine::Plugin {
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (spread::IsTerminating(pod)) return;
-    const Pod* stored = &pod;
-    // Keep a pointer that outlives the call: the snapshot's copy, or our own.
+    // Keep a pointer that outlives the call: the snapshot's copy (what the framework is
+    // given), or our own.
     const auto& on_node = s.pods_on(node);
-    if (!on_node.empty() && on_node.back()->meta.name == pod.meta.name &&
-        on_node.back()->meta.namespace_ == pod.meta.namespace_) {
-      stored = on_node.back();
-    } else {
+    const Pod* stored = nullptr;
+    for (size_t k = on_node.size(); k-- > 0 && !stored;) {
+      if (on_node[k] == &pod) stored = &pod;
+    }
+    if (!stored) {
       owned_pods_.push_back(pod);
       stored = &owned_pods_.back();
     }
-    pods_by_ns_[pod.meta.namespace_].push_back(PodRef{stored, node});
+    AddRef(PodRef{stored, node});
     for (auto& [key, t] : tables_) {
       if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->AddPodOn(node);
     }
@@ -611,7 +599,39 @@ class PodTopologySpread final : public engine::Plugin {
   std::unordered_map<std::string, std::unique_ptr<DomainColumn>> columns_;
   std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
   std::unordered_map<std::string, std::unique_ptr<NodeCountTable>> node_tables_;
+  void AddRef(const PodRef& r) {
+    std::vector<PodRef>& refs = pods_by_ns_[r.pod->meta.namespace_];
+    ref_at_[r.pod] = refs.size();
+    refs.push_back(r);
+  }
+
+  // Takes a counted pod out of its namespace's list (order there does not matter: tables
+  // only count). The snapshot's copy is found by address, an own copy by name.
+  bool RemoveRef(const Pod& pod, NodeIndex node) {
+    auto pods = pods_by_ns_.find(pod.meta.namespace_);
+    if (pods == pods_by_ns_.end()) return false;
+    std::vector<PodRef>& refs = pods->second;
+    size_t at = refs.size();
+    auto it = ref_at_.find(&pod);
+    if (it != ref_at_.end()) {
+      at = it->second;
+    } else {
+      for (size_t k = refs.size(); k-- > 0 && at == refs.size();) {
+        if (refs[k].node == node && refs[k].pod->meta.name == pod.meta.name) at = k;
+      }
+    }
+    if (at >= refs.size()) return false;
+    ref_at_.erase(refs[at].pod);
+    if (at + 1 != refs.size()) {
+      refs[at] = refs.back();
+      ref_at_[refs[at].pod] = at;
+    }
+    refs.pop_back();
+    return true;
+  }
+
   std::unordered_map<std::string, std::vector<PodRef>> pods_by_ns_;
+  std::unordered_map<const Pod*, size_t> ref_at_;  // where each counted pod sits in pods_by_ns_
   std::deque<Pod> owned_pods_;
   std::vector<uint8_t> seen_;
   SpreadFilterParams filter_{0, nullptr, 0};

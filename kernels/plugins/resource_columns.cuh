@@ -2,6 +2,7 @@
 // The resource columns NodeResourcesFit and NodeResourcesBalancedAllocation read:
 // allocatable, requested and non-zero requested per node (noderesources.md §4), kept
 // in step with bindings. Included by kernels/plugins/*.cu after kernels/backend.cuh.
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,13 +59,7 @@ class ResourceColumns {
   /** Adds a bound pod's requests to its node: the node's sums grow by the pod's own, as
    *  upstream's NodeInfo.AddPod does (integer sums, so equal to recomputing the node). */
   void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    if (!has_last_ || !SameRequests(pod, last_pod_)) {  // consecutive binds are mostly replicas
-      last_delta_ = NodeResources{};
-      last_delta_.AddPod(pod, pod_level_);
-      last_pod_ = pod;
-      has_last_ = true;
-    }
-    const NodeResources& delta = last_delta_;
+    const NodeResources& delta = DeltaOf(pod);
     std::vector<std::pair<int32_t, int64_t>>& scalar_adds = scalar_adds_;  // (entry, amount)
     scalar_adds.clear();
     for (const auto& [name, v] : delta.requested.scalars) {
@@ -92,9 +87,33 @@ class ResourceColumns {
     return -1;
   }
 
-  /** After a pod left node i: its sums are computed again from the pods still there (a
-   *  subtraction could not undo a saturated sum). A scalar the node no longer requests
-   *  keeps its entry at zero, which reads as no entry. */
+  /** After `pod` left node i: the node's sums lose the pod's own. A sum at the saturation
+   *  bound may hold more than its parts, so then (and for a scalar with no entry) the
+   *  node is computed again from the pods still there. A scalar the node no longer
+   *  requests keeps its entry at zero, which reads as no entry. */
+  void RemovePod(const Pod& pod, NodeIndex i, const Snapshot& s) {
+    const NodeResources& delta = DeltaOf(pod);
+    bool exact = true;
+    auto check = [&](Column<int64_t>& c, size_t k, int64_t v) {
+      if (v != 0 && c.host[k] == std::numeric_limits<int64_t>::max()) exact = false;
+    };
+    EachRequestColumn(i, delta, check);
+    scalar_adds_.clear();
+    for (const auto& [name, v] : delta.requested.scalars) {
+      if (v == 0) continue;
+      const int32_t entry = FindEntry(i, FindSlot(name));
+      if (entry < 0 || req_scalar_.host[entry] == std::numeric_limits<int64_t>::max()) exact = false;
+      scalar_adds_.emplace_back(entry, v);
+    }
+    if (!exact) return RecomputeNode(i, s);
+    auto sub = [](Column<int64_t>& c, size_t k, int64_t v) {
+      if (v != 0) c.Set(k, c.host[k] - v);
+    };
+    EachRequestColumn(i, delta, sub);
+    for (const auto& [entry, v] : scalar_adds_) sub(req_scalar_, static_cast<size_t>(entry), v);
+  }
+
+  /** Node i's request sums computed again from its pods. */
   void RecomputeNode(NodeIndex i, const Snapshot& s) {
     const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
     auto set = [](Column<int64_t>& c, size_t k, int64_t v) {
@@ -108,6 +127,17 @@ class ResourceColumns {
       }
       set(req_scalar_, static_cast<size_t>(k), v);
     }
+  }
+
+  /** What `pod` adds to a node; consecutive binds are mostly replicas, so the last is kept. */
+  const NodeResources& DeltaOf(const Pod& pod) {
+    if (!has_last_ || !SameRequests(pod, last_pod_)) {
+      last_delta_ = NodeResources{};
+      last_delta_.AddPod(pod, pod_level_);
+      last_pod_ = pod;
+      has_last_ = true;
+    }
+    return last_delta_;
   }
 
   /** Column slot of a scalar resource, or -1 when no node has it. */

@@ -241,12 +241,13 @@ class CycleScheduler final : public Scheduler {
     uint64_t seq;
   };
   // One step of a transaction's undo log.
+  // Small for the common step (a bind's undo is a key): the rest lives behind pointers.
   struct UndoEntry {
     enum What { kRemovePod, kRestorePod, kObjects } what;
-    std::string key;       // kRemovePod
-    Pod pod;               // kRestorePod: the pod as it was, with its entry number
-    uint64_t seq;
-    state::Undo objects;   // kObjects
+    std::string key;                        // kRemovePod
+    std::unique_ptr<Pod> pod;               // kRestorePod: the pod as it was, with its entry number
+    uint64_t seq = 0;
+    std::unique_ptr<state::Undo> objects;   // kObjects
   };
   struct Savepoint {
     size_t undo_size = 0;
@@ -375,10 +376,10 @@ class CycleScheduler final : public Scheduler {
             RemovePod(u.key);
             break;
           case UndoEntry::kRestorePod:
-            AddPod(u.pod, u.seq);
+            AddPod(std::move(*u.pod), u.seq);
             break;
           case UndoEntry::kObjects:
-            KPLACE_RETURN_IF_ERROR(RebuildWith(u.objects.event, u.objects.index));
+            KPLACE_RETURN_IF_ERROR(RebuildWith(u.objects->event, u.objects->index));
             break;
         }
       }
@@ -392,7 +393,6 @@ class CycleScheduler final : public Scheduler {
     nominated_ = std::move(sp.nominated);
     terminating_ = std::move(sp.terminating);
     if (sp.assume) *AssumeCache() = *sp.assume;
-    for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
     return absl::OkStatus();
   }
 
@@ -721,7 +721,7 @@ class CycleScheduler final : public Scheduler {
       p.conditions.insert(p.conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
                                                              StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
       RemovePod(key);
-      AddPod(p, next_seq_++);
+      AddPod(std::move(p), next_seq_++);
       terminating_.insert(key);
     }
   }
@@ -815,31 +815,34 @@ class CycleScheduler final : public Scheduler {
 
   // Puts `pod` (bound: node_name set) into the cluster with entry number `seq`: on its node
   // at the place its number gives, or kept aside when no node counts it.
-  void AddPod(const Pod& pod, uint64_t seq) {
-    const std::string key = ObjectKey(pod.meta);
+  void AddPod(Pod pod, uint64_t seq) {
+    std::string key = ObjectKey(pod.meta);
     const NodeIndex node = InSnapshot(pod);
     const Pod* stored = nullptr;
     if (node == engine::kNoId) {
-      owned_.push_back(pod);
+      owned_.push_back(std::move(pod));
       stored = &owned_.back();
     } else {
       const std::vector<const Pod*>& on = options_.reference ? state_.nodes[node].pods : snapshot_->pods_on(node);
       size_t pos = on.size();
-      while (pos > 0 && SeqOf(*on[pos - 1]) > seq) --pos;
+      // A new pod goes last; an undone removal goes back between its neighbours.
+      if (seq + 1 < next_seq_) {
+        while (pos > 0 && SeqOf(*on[pos - 1]) > seq) --pos;
+      }
       if (options_.reference) {
-        bound_.push_back(pod);
+        bound_.push_back(std::move(pod));
         stored = &bound_.back();
         auto& list = state_.nodes[node].pods;
         list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), stored);
       } else {
-        stored = &snapshot_->Restore(pod, node, pos);
+        stored = &snapshot_->Restore(std::move(pod), node, pos);
         for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(*stored, node);
         for (auto& b : batches_) b->NoteOtherBind();
       }
     }
-    pods_[key] = LivePod{stored, node, seq};
     next_seq_ = std::max(next_seq_, seq + 1);
-    Log(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, {}});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
+    pods_[std::move(key)] = LivePod{stored, node, seq};
   }
 
   uint64_t SeqOf(const Pod& p) const {
@@ -852,7 +855,7 @@ class CycleScheduler final : public Scheduler {
     auto it = pods_.find(key);
     if (it == pods_.end()) return;
     const LivePod live = it->second;
-    Log(UndoEntry{UndoEntry::kRestorePod, key, *live.pod, live.seq, {}});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, std::make_unique<Pod>(*live.pod), live.seq, nullptr});
     if (live.node != engine::kNoId) {
       if (options_.reference) {
         auto& list = state_.nodes[live.node].pods;
@@ -873,9 +876,8 @@ class CycleScheduler final : public Scheduler {
     pods_.erase(it);
   }
 
-  void Log(UndoEntry entry) {
-    if (!savepoints_.empty()) undo_.push_back(std::move(entry));
-  }
+  // Inside a transaction every step logs its inverse.
+  bool Logging() const { return !savepoints_.empty(); }
 
   absl::Status ApplyPod(const state::ClusterEvent& event) {
     const Pod& pod = event.object.pods[0];
@@ -909,10 +911,10 @@ class CycleScheduler final : public Scheduler {
         return absl::OkStatus();
     }
     if (nominated_.count(key)) ClearNomination(pod);  // bound by someone else
+    if (!pod.meta.deletion_timestamp.empty()) terminating_.insert(key);
     Pod copy = pod;
     copy.nominated_node_name.clear();
-    AddPod(copy, next_seq_++);
-    if (!copy.meta.deletion_timestamp.empty()) terminating_.insert(key);
+    AddPod(std::move(copy), next_seq_++);
     return absl::OkStatus();
   }
 
@@ -958,7 +960,7 @@ class CycleScheduler final : public Scheduler {
       carried_assume_ = keep;  // null: the snapshot starts a new one
     }
     KPLACE_RETURN_IF_ERROR(Build(*live_, seqs));
-    Log(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::move(undo)});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::make_unique<state::Undo>(std::move(undo))});
     return absl::OkStatus();
   }
 
@@ -1018,7 +1020,7 @@ class CycleScheduler final : public Scheduler {
     }
     const std::string key = ObjectKey(pod.meta);
     pods_[key] = LivePod{stored, host, next_seq_++};
-    Log(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, {}});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
     // Last: `pod` may be the nomination itself.
     if (!nominated_.empty()) ClearNomination(pod);
   }

@@ -8,16 +8,16 @@
 namespace kplace::engine {
 
 int32_t Interner::Intern(std::string_view s) {
-  auto it = ids_.find(std::string(s));
+  auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   int32_t id = static_cast<int32_t>(names_.size());
   names_.emplace_back(s);
-  ids_.emplace(names_.back(), id);
+  ids_.emplace(std::string_view(names_.back()), id);
   return id;
 }
 
 int32_t Interner::Find(std::string_view s) const {
-  auto it = ids_.find(std::string(s));
+  auto it = ids_.find(s);
   return it == ids_.end() ? kNoId : it->second;
 }
 
@@ -73,8 +73,8 @@ size_t Snapshot::Unbind(const Pod* pod, NodeIndex i) {
   return on.size();
 }
 
-const Pod& Snapshot::Restore(const Pod& pod, NodeIndex i, size_t pos) {
-  bound_.push_back(pod);
+const Pod& Snapshot::Restore(Pod pod, NodeIndex i, size_t pos) {
+  bound_.push_back(std::move(pod));
   Pod& copy = bound_.back();
   copy.node_name = nodes_[i]->meta.name;
   std::vector<const Pod*>& on = pods_on_node_[i];

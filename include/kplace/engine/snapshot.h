@@ -25,6 +25,14 @@ constexpr int32_t kNoId = -1;
 /** Dense ids for strings; ids are stable for the life of the interner. */
 class Interner {
  public:
+  Interner() = default;
+  // Moves keep the deque's strings where they are; a copy would leave its keys viewing
+  // the original's.
+  Interner(Interner&&) = default;
+  Interner& operator=(Interner&&) = default;
+  Interner(const Interner&) = delete;
+  Interner& operator=(const Interner&) = delete;
+
   int32_t Intern(std::string_view s);
   /** kNoId when never interned. */
   int32_t Find(std::string_view s) const;
@@ -32,7 +40,8 @@ class Interner {
   int32_t size() const { return static_cast<int32_t>(names_.size()); }
 
  private:
-  std::unordered_map<std::string, int32_t> ids_;
+  // Keys view names_ (a deque: its strings never move), so a lookup allocates nothing.
+  std::unordered_map<std::string_view, int32_t> ids_;
   std::deque<std::string> names_;
 };
 
@@ -69,7 +78,7 @@ class Snapshot {
   size_t Unbind(const Pod* pod, NodeIndex i);
   /** Records `pod` as bound to node `i` at position `pos` of its pods (a copy is kept),
    *  as Bind does at the end: a pod put back where it was (an undo). */
-  const Pod& Restore(const Pod& pod, NodeIndex i, size_t pos);
+  const Pod& Restore(Pod pod, NodeIndex i, size_t pos);
 
   /** VolumeBinding's assume caches for the run over this snapshot
    *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
