@@ -272,13 +272,14 @@ void BM_EventPodDeleteAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_EventPodDeleteAdd)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-void BM_EventNodeLabelUpdate(benchmark::State& state) {
-  // A node's label changed and changed back (its zone stays).
+void BM_EventNodeLabelTaintUpdate(benchmark::State& state) {
+  // A node gets a label and a taint, then loses them (its zone stays).
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
   auto s = EventScheduler(state, f);
   if (!s) return;
   Node changed = f->cluster.nodes[17];
   changed.meta.labels["pool"] = "blue";
+  changed.taints.push_back(Taint{"spot", "", "PreferNoSchedule"});
   const state::ClusterEvent there = state::NodeEvent(state::EventType::kModified, changed);
   const state::ClusterEvent back = state::NodeEvent(state::EventType::kModified, f->cluster.nodes[17]);
   for (auto _ : state) {
@@ -286,7 +287,7 @@ void BM_EventNodeLabelUpdate(benchmark::State& state) {
   }
   state.SetItemsProcessed(2 * state.iterations());
 }
-BENCHMARK(BM_EventNodeLabelUpdate)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_EventNodeLabelTaintUpdate)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_EventNodeAddDelete(benchmark::State& state) {
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));

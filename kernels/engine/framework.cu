@@ -301,6 +301,13 @@ class BackendFramework final : public engine::Framework {
     return kept;
   }
 
+  void UpdateNode(NodeIndex node, const Node& old) override {
+    for (auto& entry : by_name_) {
+      if (!entry.second->OnNodeUpdate(node, old, *snapshot_)) Remake(&entry);
+    }
+    ForgetNode(node);
+  }
+
  private:
   // A plugin that could not undo a bind in place is created and prepared again over the
   // snapshot, which is what a fresh framework would hold.

@@ -41,6 +41,8 @@ class ImageLocality final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  // Other nodes' scores read how many nodes have an image: new images build it again.
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override { return old.images == s.node(node).images; }
   void Prepare(const Snapshot& s) override {
     ids_.clear();
     num_nodes_having_.clear();

@@ -485,6 +485,22 @@ class InterPodAffinity final : public engine::Plugin {
     });
   }
 
+  // Domains come from node labels: a change to a key this plugin has a slot for (or looked
+  // for and did not find) builds it again; other label changes do not matter.
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    const Labels& now = s.node(node).meta.labels;
+    auto changed = [&](const std::string& key) {
+      auto a = old.meta.labels.find(key);
+      auto b = now.find(key);
+      if ((a == old.meta.labels.end()) != (b == now.end())) return true;
+      return a != old.meta.labels.end() && a->second != b->second;
+    };
+    for (const auto& [key, slot] : slot_of_) {
+      if (changed(key)) return false;
+    }
+    return true;
+  }
+
   // Counted out as its bind counted it in; the kept states replay binds only, so they go.
   // A pod this plugin did not see bound (not the snapshot's copy) makes it start again.
   bool OnUnbind(const Pod& pod, NodeIndex, const Snapshot&) override {

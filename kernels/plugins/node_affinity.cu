@@ -85,6 +85,20 @@ class LabelSlots {
     return slot;
   }
 
+  /** Node i's values in every slot, from the snapshot's label columns. */
+  void UpdateNode(const Snapshot& s, NodeIndex i) {
+    for (const auto& [key_id, slot] : slots_) {
+      const std::vector<int32_t>* column = s.LabelColumn(s.strings().Name(key_id));
+      const int32_t id = column ? (*column)[i] : engine::kNoId;
+      int64_t value = 0;
+      const bool ok = id >= 0 && plugins::node_affinity::ParseGoInt64(s.strings().Name(id), &value);
+      const size_t at = static_cast<size_t>(slot) * n_ + i;
+      ids_.Set(at, id);
+      ints_.Set(at, ok ? value : 0);
+      ok_.Set(at, ok ? 1 : 0);
+    }
+  }
+
   NaNodeView View() const {
     return NaNodeView{n_, ids_.ptr(), ints_.ptr(), ok_.ptr(), names_.ptr(), empty_name_id_};
   }
@@ -250,6 +264,10 @@ class NodeAffinity final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
+    slots_.UpdateNode(s, node);
+    return true;
+  }
   void Prepare(const Snapshot& s) override { slots_.Build(s); }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>* nodes, bool* restricts) override {

@@ -29,6 +29,7 @@ class NodeName final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // names do not change
   void Prepare(const Snapshot& s) override {
     name_id_.host = s.node_name_ids();
     name_id_.Upload();

@@ -83,6 +83,7 @@ class NodePorts final : public engine::Plugin {
 
   // The node's set is built again from the pods still on it: another pod may hold the same
   // port, and a set keeps one entry. It only shrinks, so it fits its slots.
+  bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // pods' ports only
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (Entries(pod).empty()) return true;
     used_[node].clear();

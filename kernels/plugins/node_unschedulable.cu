@@ -31,6 +31,10 @@ class NodeUnschedulable final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
+    unschedulable_.Set(node, s.node(node).unschedulable ? 1 : 0);
+    return true;
+  }
   void Prepare(const Snapshot& s) override {
     unschedulable_.host.assign(s.num_nodes(), 0);
     for (NodeIndex i = 0; i < s.num_nodes(); ++i) unschedulable_.host[i] = s.node(i).unschedulable ? 1 : 0;

@@ -108,6 +108,9 @@ class NodeVolumeLimits final : public engine::Plugin {
   }
   // A pod without counted volumes changed nothing; otherwise the plugin is built again
   // (a node's count is of distinct volumes, shared with its other pods and attachments).
+  // Limits come from the node's CSINode (by name) and its pods, not from the Node object.
+  bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }
+
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     Counted counted;
     return Collect(pod, has_csinode_.host[node] != 0, /*new_pod=*/false, cache_.Get(s.objects()), &counted).IsSuccess() &&

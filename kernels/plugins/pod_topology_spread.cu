@@ -354,6 +354,17 @@ class PodTopologySpread final : public engine::Plugin {
     ForEachNode(count, scores, SpreadNormalizeFn{scores, ignored, max_raw, min_raw});
   }
 
+  // Domains and node inclusion read node labels and taints: the tables built from them go
+  // (the next pod builds what it needs from the pods, which stay counted).
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    const Node& now = s.node(node);
+    if (old.meta.labels == now.meta.labels && old.taints == now.taints) return true;
+    columns_.clear();
+    tables_.clear();
+    node_tables_.clear();
+    return true;
+  }
+
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     if (spread::IsTerminating(pod)) return true;  // never counted
     if (!RemoveRef(pod, node)) return false;

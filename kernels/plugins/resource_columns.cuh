@@ -113,6 +113,30 @@ class ResourceColumns {
     for (const auto& [entry, v] : scalar_adds_) sub(req_scalar_, static_cast<size_t>(entry), v);
   }
 
+  /** Node i's object changed: its allocatable is written in place, or false when its
+   *  scalar resources no longer fit the layout (the caller builds again). */
+  bool UpdateNode(NodeIndex i, const Snapshot& s) {
+    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    std::vector<std::pair<int32_t, int64_t>> scalars;  // (entry, allocatable)
+    for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) scalars.emplace_back(k, 0);
+    for (const auto& [name, v] : r.allocatable.scalars) {
+      const int32_t entry = FindEntry(i, FindSlot(name));
+      if (entry < 0) return false;
+      for (auto& [k, amount] : scalars) {
+        if (k == entry) amount = v;
+      }
+    }
+    auto set = [](Column<int64_t>& c, size_t k, int64_t v) {
+      if (c.host[k] != v) c.Set(k, v);
+    };
+    set(alloc_cpu_, i, r.allocatable.milli_cpu);
+    set(alloc_mem_, i, r.allocatable.memory);
+    set(alloc_eph_, i, r.allocatable.ephemeral_storage);
+    set(alloc_pods_, i, r.allocatable.allowed_pods);
+    for (const auto& [k, amount] : scalars) set(alloc_scalar_, static_cast<size_t>(k), amount);
+    return true;
+  }
+
   /** Node i's request sums computed again from its pods. */
   void RecomputeNode(NodeIndex i, const Snapshot& s) {
     const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);

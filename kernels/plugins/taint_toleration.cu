@@ -77,23 +77,22 @@ class TaintToleration final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     offsets_.host.assign(n + 1, 0);
-    prefer_no_schedule_ = false;
+    prefer_no_schedule_ = 0;
     key_.host.clear();
     value_.host.clear();
     effect_.host.clear();
     value_is_int_.host.clear();
     value_int_.host.clear();
     for (NodeIndex i = 0; i < n; ++i) {
-      for (const Taint& t : s.node(i).taints) {
-        int64_t v = 0;
-        bool is_int = plugins::ParseCanonicalInt64(t.value, &v);
-        key_.host.push_back(keys_.Intern(t.key));
-        value_.host.push_back(values_.Intern(t.value));
-        effect_.host.push_back(plugins::TaintEffectCode(t.effect));
-        value_is_int_.host.push_back(is_int ? 1 : 0);
-        value_int_.host.push_back(is_int ? v : 0);
-        prefer_no_schedule_ |= effect_.host.back() == plugins::kEffectPreferNoSchedule;
-      }
+      const size_t start = key_.host.size();
+      // Room for a few more taints, so a node update rewrites its own entries only.
+      const size_t room = s.node(i).taints.size() + kSpareTaints;
+      key_.host.resize(start + room);
+      value_.host.resize(start + room);
+      effect_.host.resize(start + room);
+      value_is_int_.host.resize(start + room);
+      value_int_.host.resize(start + room);
+      WriteTaints(s.node(i), start, room);
       offsets_.host[i + 1] = static_cast<int32_t>(key_.host.size());
     }
     offsets_.Upload();
@@ -102,6 +101,24 @@ class TaintToleration final : public engine::Plugin {
     effect_.Upload();
     value_is_int_.Upload();
     value_int_.Upload();
+  }
+
+  // The node's taints in place when they fit its room; else the layout is made again.
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    if (old.taints == s.node(node).taints) return true;
+    const size_t start = static_cast<size_t>(offsets_.host[node]);
+    const size_t room = static_cast<size_t>(offsets_.host[node + 1]) - start;
+    if (s.node(node).taints.size() > room) return false;
+    WriteTaints(old, start, room, /*remove=*/true);
+    WriteTaints(s.node(node), start, room);
+    for (size_t k = start; k < start + room; ++k) {
+      key_.Set(k, key_.host[k]);
+      value_.Set(k, value_.host[k]);
+      effect_.Set(k, effect_.host[k]);
+      value_is_int_.Set(k, value_is_int_.host[k]);
+      value_int_.Set(k, value_int_.host[k]);
+    }
+    return true;
   }
 
   void StartPod(const Pod& pod, const Snapshot&) override {
@@ -133,7 +150,7 @@ class TaintToleration final : public engine::Plugin {
   // With no PreferNoSchedule taint on any node every raw score is 0, which the reverse
   // normalization turns into the maximum everywhere.
   bool ConstantScore(int64_t* normalized) const override {
-    if (prefer_no_schedule_) return false;
+    if (prefer_no_schedule_ > 0) return false;
     *normalized = kMaxNodeScore;
     return true;
   }
@@ -183,7 +200,35 @@ class TaintToleration final : public engine::Plugin {
   Column<uint8_t> value_is_int_;
   Column<int64_t> value_int_;
   TolerationList filter_, score_;
-  bool prefer_no_schedule_ = false;  // some node has a PreferNoSchedule taint
+  static constexpr size_t kSpareTaints = 2;
+  // Writes `node`'s taints into entries [start, start + room) on the host, padded with
+  // entries neither Filter nor Score reads; `remove` only takes its count of
+  // PreferNoSchedule taints back.
+  void WriteTaints(const Node& node, size_t start, size_t room, bool remove = false) {
+    for (const Taint& t : node.taints) {
+      if (plugins::TaintEffectCode(t.effect) == plugins::kEffectPreferNoSchedule) prefer_no_schedule_ += remove ? -1 : 1;
+    }
+    if (remove) return;
+    for (size_t k = 0; k < room; ++k) {
+      const size_t at = start + k;
+      if (k >= node.taints.size()) {
+        key_.host[at] = value_.host[at] = engine::kNoId;
+        effect_.host[at] = plugins::kEffectOtherTaint;
+        value_is_int_.host[at] = 0;
+        value_int_.host[at] = 0;
+        continue;
+      }
+      const Taint& t = node.taints[k];
+      int64_t v = 0;
+      const bool is_int = plugins::ParseCanonicalInt64(t.value, &v);
+      key_.host[at] = keys_.Intern(t.key);
+      value_.host[at] = values_.Intern(t.value);
+      effect_.host[at] = plugins::TaintEffectCode(t.effect);
+      value_is_int_.host[at] = is_int ? 1 : 0;
+      value_int_.host[at] = is_int ? v : 0;
+    }
+  }
+  int64_t prefer_no_schedule_ = 0;  // PreferNoSchedule taints on all nodes
 };
 
 KPLACE_REGISTER_ENGINE_PLUGIN(TaintToleration, TaintToleration);

@@ -170,6 +170,12 @@ class VolumeBinding final : public engine::Plugin {
   // What Reserve assumed stays (the claims stay bound when the pod goes); the columns
   // are of storage objects and nodes.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  // PVs' node affinity reads node labels: the verdict tables built from them go (they are
+  // built again on first use).
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    if (old.meta.labels != s.node(node).meta.labels) tables_.clear();
+    return true;
+  }
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (!reserve_pending_ || PodIdentity(pod) != compiled_pod_) return;
     reserve_pending_ = false;

@@ -38,6 +38,17 @@ class VolumeZone final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
+    uint8_t any = 0;
+    for (int k = 0; k < plugins::kVzNumKeys; ++k) {
+      const std::vector<int32_t>* column = s.LabelColumn(volume::kTopologyKeys[k]);
+      const int32_t v = column ? (*column)[node] : engine::kNoId;
+      values_[k].Set(node, v);
+      any |= v >= 0 ? 1 : 0;
+    }
+    has_any_.Set(node, any);
+    return true;
+  }
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     has_any_.host.assign(n, 0);

@@ -379,7 +379,7 @@ class CycleScheduler final : public Scheduler {
             AddPod(std::move(*u.pod), u.seq);
             break;
           case UndoEntry::kObjects:
-            KPLACE_RETURN_IF_ERROR(RebuildWith(u.objects->event, u.objects->index));
+            KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
             break;
         }
       }
@@ -928,7 +928,38 @@ class CycleScheduler final : public Scheduler {
     return absl::OkStatus();
   }
 
-  absl::Status ApplyObjects(const state::ClusterEvent& event) { return RebuildWith(event, std::nullopt); }
+  // A change of a kind other than Pod. A node that keeps its name and zone is updated in
+  // place (its columns only); anything else rebuilds. `at`: a position to put an object
+  // back at (an undo).
+  absl::Status ApplyObjects(const state::ClusterEvent& event, std::optional<size_t> at = std::nullopt) {
+    if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
+      const Node& node = event.object.nodes[0];
+      auto it = node_index_.find(node.meta.name);
+      if (it != node_index_.end() && ZoneKey(live_->nodes[it->second]) == ZoneKey(node)) {
+        UpdateNode(it->second, node);
+        return absl::OkStatus();
+      }
+    }
+    return RebuildWith(event, at);
+  }
+
+  // Node i changes in place: the snapshot, the reference and every plugin keep the same
+  // Node object, now holding `node`.
+  void UpdateNode(NodeIndex i, const Node& node) {
+    Node old = live_->nodes[i];
+    live_->nodes[i] = node;
+    if (!options_.reference) {
+      snapshot_->UpdateNode(i, old);
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().UpdateNode(i, old);
+      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+    }
+    if (Logging()) {
+      auto undo = std::make_unique<state::Undo>();
+      undo->event = state::NodeEvent(state::EventType::kModified, old);
+      undo->index = static_cast<size_t>(i);
+      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+    }
+  }
 
   // Applies a change of a kind other than Pod and builds every profile's state again over
   // the result (O(cluster)); `at` puts the object back at a position (an undo).

@@ -37,8 +37,9 @@ Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates,
   for (NodeIndex i = 0; i < num_nodes(); ++i) {
     for (const auto& [key, value] : nodes_[i]->meta.labels) {
       auto& column = label_columns_[strings_.Intern(key)];
-      if (column.empty()) column.assign(nodes_.size(), kNoId);
-      column[i] = strings_.Intern(value);
+      if (column.values.empty()) column.values.assign(nodes_.size(), kNoId);
+      column.values[i] = strings_.Intern(value);
+      ++column.nodes;
     }
   }
   for (const Pod& p : objects.pods) {
@@ -57,7 +58,24 @@ const std::vector<int32_t>* Snapshot::LabelColumn(std::string_view key) const {
   int32_t id = strings_.Find(key);
   if (id == kNoId) return nullptr;
   auto it = label_columns_.find(id);
-  return it == label_columns_.end() ? nullptr : &it->second;
+  return it == label_columns_.end() || it->second.nodes == 0 ? nullptr : &it->second.values;
+}
+
+void Snapshot::UpdateNode(NodeIndex i, const Node& old) {
+  const Labels& now = nodes_[i]->meta.labels;
+  // Keys the node no longer has, then the keys it has now.
+  for (const auto& [key, value] : old.meta.labels) {
+    if (now.count(key)) continue;
+    LabelColumnData& column = label_columns_[strings_.Intern(key)];
+    column.values[i] = kNoId;
+    --column.nodes;
+  }
+  for (const auto& [key, value] : now) {
+    LabelColumnData& column = label_columns_[strings_.Intern(key)];
+    if (column.values.empty()) column.values.assign(nodes_.size(), kNoId);
+    if (column.values[i] == kNoId) ++column.nodes;
+    column.values[i] = strings_.Intern(value);
+  }
 }
 
 const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) { return Restore(pod, i, pods_on_node_[i].size()); }

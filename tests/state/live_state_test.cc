@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -63,25 +64,20 @@ class Generator {
     p.meta.uid = p.meta.name;
     const std::string app = kApps[Pick(3)];
     p.meta.labels = {{"app", app}};
-    if (shape < 0) shape = Pick(8);
+    if (shape < 0) shape = Pick(11);
     PodAffinityTerm term;
     term.label_selector = LabelSelector{{{"app", app}}, {}};
     switch (shape) {
       case 1: {
-        TopologySpreadConstraint c;
-        c.max_skew = 1 + Pick(2);
-        c.topology_key = Pick(2) ? "topology.kubernetes.io/zone" : "kubernetes.io/hostname";
-        c.when_unsatisfiable = Pick(2) ? "DoNotSchedule" : "ScheduleAnyway";
-        c.label_selector = term.label_selector;
-        p.topology_spread_constraints.push_back(c);
+        static const char* kKeys[] = {"topology.kubernetes.io/zone", "kubernetes.io/hostname", "disk"};
+        AddSpread(&p, kKeys[Pick(3)], 1 + Pick(2), term.label_selector);
         break;
       }
       case 2:
-        term.topology_key = "kubernetes.io/hostname";
-        p.affinity.emplace().pod_anti_affinity.emplace().required.push_back(term);
+        AddAnti(&p, term, "kubernetes.io/hostname");
         break;
       case 3:
-        term.topology_key = "topology.kubernetes.io/zone";
+        term.topology_key = Pick(2) ? "topology.kubernetes.io/zone" : "disk";
         p.affinity.emplace().pod_affinity.emplace().preferred.push_back(WeightedPodAffinityTerm{1 + Pick(100), term});
         break;
       case 4: {
@@ -93,7 +89,11 @@ class Generator {
         break;
       }
       case 5:
-        p.node_selector = {{"topology.kubernetes.io/zone", StrCat("z", Pick(3))}};
+        if (Pick(2)) {
+          p.node_selector = {{"topology.kubernetes.io/zone", StrCat("z", Pick(3))}};
+        } else {
+          p.node_selector = {{"disk", Pick(2) ? "ssd" : "hdd"}};  // a label that comes and goes
+        }
         break;
       case 6: {
         Toleration t;
@@ -104,6 +104,15 @@ class Generator {
         p.tolerations.push_back(t);
         break;
       }
+      case 7:  // node labels that come and go, through a selector, a spread key, an affinity key
+        p.node_selector = {{"disk", Pick(2) ? "ssd" : "hdd"}};
+        break;
+      case 8:
+        AddSpread(&p, "disk", 1, term.label_selector);
+        break;
+      case 9:
+        AddAnti(&p, term, "disk");
+        break;
       default:
         break;
     }
@@ -111,6 +120,19 @@ class Generator {
   }
 
  private:
+  void AddSpread(Pod* p, const std::string& key, int32_t skew, const std::optional<LabelSelector>& selector) {
+    TopologySpreadConstraint c;
+    c.max_skew = skew;
+    c.topology_key = key;
+    c.when_unsatisfiable = Pick(2) ? "DoNotSchedule" : "ScheduleAnyway";
+    c.label_selector = selector;
+    p->topology_spread_constraints.push_back(c);
+  }
+  static void AddAnti(Pod* p, PodAffinityTerm term, const std::string& key) {
+    term.topology_key = key;
+    p->affinity.emplace().pod_anti_affinity.emplace().required.push_back(term);
+  }
+
   std::mt19937_64 rng_;
   int next_node_ = 0;
   int next_pod_ = 0;
@@ -213,18 +235,42 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       Node n = alive[at];
       alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(at));
       apply_all(NodeEvent(EventType::kDeleted, n), what + " node delete " + n.meta.name);
-    } else if (r < 34 && !alive.empty()) {  // a node moves zone or gets a taint
+    } else if (r < 38 && !alive.empty()) {  // a node changes: zone, taints, labels, size, cordon
       Node& n = alive[g.Pick(static_cast<int>(alive.size()))];
-      if (g.Pick(2)) {
-        n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));
-      } else {
-        n.taints = {Taint{"node.kubernetes.io/unreachable", "", "NoSchedule"}};
+      switch (g.Pick(7)) {
+        case 0:
+          n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));  // moves in the node tree
+          break;
+        case 1:
+          n.taints = {Taint{"node.kubernetes.io/unreachable", "", "NoSchedule"}};
+          break;
+        case 2:
+          n.taints = g.Pick(2) ? std::vector<Taint>{} : std::vector<Taint>{Taint{"spot", "", "PreferNoSchedule"},
+                                                                           Taint{"dedicated", "gpu", "NoSchedule"},
+                                                                           Taint{"x", "1", "PreferNoSchedule"}};
+          break;
+        case 3:
+          if (g.Pick(3) == 0) {
+            n.meta.labels.erase("disk");
+          } else {
+            n.meta.labels["disk"] = g.Pick(2) ? "ssd" : "hdd";
+          }
+          break;
+        case 4:
+          n.allocatable["cpu"] = testing::Q(std::to_string(1 + g.Pick(8)));
+          break;
+        case 5:
+          n.unschedulable = !n.unschedulable;
+          break;
+        default:
+          n.images = {ContainerImage{{StrCat("img", g.Pick(3))}, 100000000}};
+          break;
       }
       apply_all(NodeEvent(EventType::kModified, n), what + " node update " + n.meta.name);
     } else {  // compare with fresh schedulers, in a transaction that is then reverted
       if (step % sample != 0 && r != 39) continue;
       std::vector<Pod> probes;
-      for (int shape = 0; shape < 7; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
+      for (int shape = 0; shape < 10; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
       for (int side = 0; side < 3; ++side) {
         Options o;
         o.reference = side == 0;
@@ -285,6 +331,43 @@ TEST(LiveStateTest, DeletingABoundPodFreesItsNode) {
     absl::Status again = (*s)->Apply(PodEvent(EventType::kDeleted, gone));
     EXPECT_TRUE(absl::IsNotFound(again)) << again;
     EXPECT_NE(std::string(again.message()).find("default/big"), std::string::npos) << again;
+  }
+}
+
+// A node relabelled in place moves its pods between spread domains.
+TEST(LiveStateTest, NodeLabelChangeMovesSpreadDomains) {
+  ObjectSet cluster;
+  for (const auto& [name, disk] : std::vector<std::pair<std::string, std::string>>{{"n1", "ssd"}, {"n2", "ssd"}, {"n3", "hdd"}}) {
+    cluster.nodes.push_back(MakeNode(name, {{"cpu", "8"}, {"pods", "20"}}, {{"kubernetes.io/hostname", name}, {"disk", disk}}));
+  }
+  for (int k = 0; k < 2; ++k) {
+    Pod p = MakePod(StrCat("old", k), {{"cpu", "100m"}}, "n1");
+    p.meta.labels = {{"app", "web"}};
+    cluster.pods.push_back(p);
+  }
+  auto spread_pod = [](const std::string& name) {
+    Pod p = MakePod(name, {{"cpu", "100m"}});
+    p.meta.labels = {{"app", "web"}};
+    TopologySpreadConstraint c;
+    c.max_skew = 1;
+    c.topology_key = "disk";
+    c.when_unsatisfiable = "DoNotSchedule";
+    c.label_selector = LabelSelector{{{"app", "web"}}, {}};
+    p.topology_spread_constraints.push_back(c);
+    return p;
+  };
+  for (bool reference : {true, false}) {
+    Options o;
+    o.reference = reference;
+    o.batch = 1;
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[2])).ok());  // the first change builds once
+    EXPECT_EQ((*s)->Schedule(spread_pod("a")).node, "n3");  // hdd has none
+    Node n1 = cluster.nodes[0];
+    n1.meta.labels["disk"] = "hdd";  // now hdd {n1, n3} holds 3, ssd {n2} none
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    EXPECT_EQ((*s)->Schedule(spread_pod("b")).node, "n2") << (reference ? "reference" : "engine");
   }
 }
 

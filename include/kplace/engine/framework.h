@@ -116,6 +116,10 @@ class Framework {
    *  what its bind added. False when some plugin had to be built again; a batched run must
    *  then start again (BeginRun), since that plugin forgot the run. */
   virtual bool Unbind(const Pod& pod, NodeIndex node) = 0;
+  /** Records that node `node` changed in place (Snapshot::UpdateNode): plugins update its
+   *  columns or are built again. A batched run must start again afterwards (a run's
+   *  compiled pod may depend on which label keys exist at all). */
+  virtual void UpdateNode(NodeIndex node, const Node& old) = 0;
 
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
   // signature; within it, node-local plugins (Plugin::NodeLocal) compile the pod once

@@ -79,6 +79,9 @@ class Snapshot {
   /** Records `pod` as bound to node `i` at position `pos` of its pods (a copy is kept),
    *  as Bind does at the end: a pod put back where it was (an undo). */
   const Pod& Restore(Pod pod, NodeIndex i, size_t pos);
+  /** Node i's object changed in place (the same Node, the same name): `old` is what it was.
+   *  Its label values are written into the label columns. */
+  void UpdateNode(NodeIndex i, const Node& old);
 
   /** VolumeBinding's assume caches for the run over this snapshot
    *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
@@ -93,7 +96,11 @@ class Snapshot {
   std::vector<std::vector<const Pod*>> pods_on_node_;
   std::unordered_map<std::string, NodeIndex> node_index_;
   Interner strings_;
-  std::unordered_map<int32_t, std::vector<int32_t>> label_columns_;  // key id -> column
+  struct LabelColumnData {
+    std::vector<int32_t> values;
+    int32_t nodes = 0;  // how many nodes have the key: none reads as no column
+  };
+  std::unordered_map<int32_t, LabelColumnData> label_columns_;  // key id -> column
   std::vector<int32_t> node_name_ids_;
   std::deque<Pod> bound_;  // copies Bind and Restore keep (stable addresses)
   std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume_;

@@ -167,11 +167,13 @@ struct Pod {
 
 struct Taint {
   std::string key, value, effect;
+  bool operator==(const Taint& o) const { return key == o.key && value == o.value && effect == o.effect; }
 };
 
 struct ContainerImage {
   std::vector<std::string> names;
   int64_t size_bytes = 0;
+  bool operator==(const ContainerImage& o) const { return names == o.names && size_bytes == o.size_bytes; }
 };
 
 struct Node {
