@@ -400,6 +400,58 @@ TEST(LiveStateTest, RevertUndoesPlacementsAndNodeChanges) {
   }
 }
 
+// Every kind the scheduler reads can be added, changed and deleted; Objects() shows it and
+// the engine and the reference still agree on a pod the change matters to.
+TEST(LiveStateTest, EventsOfEveryKindApply) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n1", {{"cpu", "4"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "n1"}}));
+  const char* kObjects[] = {
+      R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":"team","labels":{"tier":"gold"}}})",
+      R"({"kind":"Service","apiVersion":"v1","metadata":{"name":"web","namespace":"default"},"spec":{"selector":{"app":"web"}}})",
+      R"({"kind":"PersistentVolumeClaim","apiVersion":"v1","metadata":{"name":"data","namespace":"default"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})",
+      R"({"kind":"PodDisruptionBudget","apiVersion":"policy/v1","metadata":{"name":"web","namespace":"default"},"spec":{"selector":{"matchLabels":{"app":"web"}}},"status":{"disruptionsAllowed":1}})",
+      R"({"kind":"PriorityClass","apiVersion":"scheduling.k8s.io/v1","metadata":{"name":"high"},"value":1000})",
+  };
+  for (bool reference : {true, false}) {
+    Options o;
+    o.reference = reference;
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    std::vector<ClusterEvent> added;
+    for (const char* text : kObjects) {
+      auto e = ParseWatchEvent(StrCat(R"({"type":"ADDED","object":)", text, "}"), "test");
+      ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+      ASSERT_TRUE((*s)->Apply(**e).ok()) << text;
+      added.push_back(**e);
+      EXPECT_TRUE(absl::IsAlreadyExists((*s)->Apply(**e))) << text;
+    }
+    ObjectSet now = (*s)->Objects();
+    EXPECT_EQ(now.namespaces.size(), 1u);
+    EXPECT_EQ(now.workloads.size(), 1u);
+    EXPECT_EQ(now.storage.size(), 1u);
+    EXPECT_EQ(now.pdbs.size(), 1u);
+    EXPECT_EQ(now.priority_classes.size(), 1u);
+    // A pod whose claim now exists is placed; it could not be before the claim arrived.
+    Pod with_claim = MakePod("uses-data", {{"cpu", "1"}});
+    Volume v;
+    v.name = "d";
+    v.source = "persistentVolumeClaim";
+    v.claim_name = "data";
+    with_claim.volumes.push_back(v);
+    Placement p = (*s)->Schedule(with_claim);
+    EXPECT_NE(p.message.find("unbound immediate PersistentVolumeClaims"), std::string::npos)
+        << (reference ? "reference: " : "engine: ") << Describe(p);
+    for (ClusterEvent& e : added) {
+      e.type = EventType::kDeleted;
+      ASSERT_TRUE((*s)->Apply(e).ok()) << e.kind;
+      EXPECT_TRUE(absl::IsNotFound((*s)->Apply(e))) << e.kind;
+    }
+    now = (*s)->Objects();
+    EXPECT_TRUE(now.namespaces.empty() && now.workloads.empty() && now.storage.empty() && now.pdbs.empty() &&
+                now.priority_classes.empty());
+  }
+}
+
 TEST(EventTest, ParsesWatchLinesAndNamesWhatIsWrong) {
   auto e = ParseWatchEvent(R"({"type":"ADDED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n9"}}})", "ev:1");
   ASSERT_TRUE(e.ok()) << e.status();
