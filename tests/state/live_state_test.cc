@@ -371,6 +371,41 @@ TEST(LiveStateTest, NodeLabelChangeMovesSpreadDomains) {
   }
 }
 
+// What the node lifecycle controller and kubectl do to a node, seen through events: a
+// cordon, the not-ready taint, and removal with pods on it (the pods count again when the
+// node comes back, as they stay in upstream's cache).
+TEST(LiveStateTest, NodeLifecycleEvents) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n1", {{"cpu", "2"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "n1"}}));
+  cluster.pods.push_back(MakePod("resident", {{"cpu", "1"}}, "n1"));
+  for (bool reference : {true, false}) {
+    Options o;
+    o.reference = reference;
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    const std::string side = reference ? "reference" : "engine";
+    Node n1 = cluster.nodes[0];
+    n1.unschedulable = true;
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    Placement p = (*s)->Schedule(MakePod("a", {{"cpu", "1"}}));
+    EXPECT_EQ(p.node, "") << side;
+    EXPECT_NE(p.message.find("1 node(s) were unschedulable"), std::string::npos) << side << ": " << p.message;
+    n1.unschedulable = false;
+    n1.taints = {Taint{"node.kubernetes.io/not-ready", "", "NoSchedule"}};
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    p = (*s)->Schedule(MakePod("b", {{"cpu", "1"}}));
+    EXPECT_NE(p.message.find("1 node(s) had untolerated taint(s)"), std::string::npos) << side << ": " << p.message;
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kDeleted, n1)).ok());
+    p = (*s)->Schedule(MakePod("c", {{"cpu", "1"}}));
+    EXPECT_EQ(p.message, "no nodes available to schedule pods") << side;
+    EXPECT_EQ((*s)->Objects().pods.size(), 1u) << side << ": the resident pod stays";
+    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kAdded, cluster.nodes[0])).ok());
+    EXPECT_EQ((*s)->Schedule(MakePod("d", {{"cpu", "1"}})).node, "n1") << side;
+    p = (*s)->Schedule(MakePod("e", {{"cpu", "1"}}));  // the resident and d fill it
+    EXPECT_NE(p.message.find("1 Insufficient cpu"), std::string::npos) << side << ": " << p.message;
+  }
+}
+
 TEST(LiveStateTest, RevertUndoesPlacementsAndNodeChanges) {
   ObjectSet cluster;
   for (const char* n : {"a", "b"}) {
