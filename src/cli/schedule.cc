@@ -357,8 +357,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false,DRAExtendedResource=true");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;
-  if (!events_file.empty() && (output == "pods" || verify || report)) {
-    std::fprintf(stderr, "%s: --events: --output=pods, --verify and --report are not available with it yet\n",
+  if (!events_file.empty() && (output == "pods" || report)) {
+    std::fprintf(stderr, "%s: --events: --output=pods and --report are not available with it yet\n",
                  explain_command ? "kplace explain" : "kplace schedule");
     return 2;
   }
@@ -495,7 +495,16 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::vector<size_t> order = cycle::QueueOrder(pending);
   std::vector<cycle::Placement> placements;
   if (verify) {
-    auto c = cycle::CompareBatched(cluster, config, options, pending);
+    auto c = events_file.empty()
+                 ? cycle::CompareBatched(cluster, config, options, pending)
+                 : cycle::CompareBatched(cluster, config, options,
+                                         [&](cycle::Scheduler& s) -> absl::StatusOr<std::vector<cycle::Placement>> {
+                                           std::vector<cycle::Placement> out;
+                                           std::deque<Pod> pods;
+                                           KPLACE_RETURN_IF_ERROR(
+                                               ReplayEvents(events_file, cluster, pending, &s, who, &out, &pods));
+                                           return out;
+                                         });
     if (!c.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(c.status().message()).c_str());
       return 1;
@@ -507,7 +516,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     std::fprintf(stderr, "%s: --verify: %lld placements and the final start index (%d) identical per pod and batched\n", who,
                  static_cast<long long>(c->pods), c->batched_next_start);
-    if (!explain) placements = std::move(options.batch > 1 ? c->batched : c->per_pod);
+    if (!explain && events_file.empty()) placements = std::move(options.batch > 1 ? c->batched : c->per_pod);
   }
   // The pod each placement is for, in placement order.
   std::vector<const Pod*> pod_of;

@@ -369,10 +369,17 @@ void BatchCycle::ScanChunks(const engine::PreFilterResult& pre, const std::vecto
 
 absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
                                                Options options, const std::vector<Pod>& pending) {
+  return CompareBatched(cluster, config, std::move(options), [&](Scheduler& s) -> absl::StatusOr<std::vector<Placement>> {
+    return s.ScheduleAll(pending);  // with preemptors' later attempts
+  });
+}
+
+absl::StatusOr<BatchComparison> CompareBatched(
+    const ObjectSet& cluster, const SchedulerConfig& config, Options options,
+    const std::function<absl::StatusOr<std::vector<Placement>>(Scheduler&)>& run) {
   using Clock = std::chrono::steady_clock;
   BatchComparison out;
   const int32_t batch = options.batch > 1 ? options.batch : kDefaultBatch;
-  std::vector<size_t> order = QueueOrder(pending);
   options.explain = false;
   options.reference = false;
   for (int side = 0; side < 2; ++side) {
@@ -380,14 +387,17 @@ absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const S
     KPLACE_ASSIGN_OR_RETURN(auto scheduler, Scheduler::Create(cluster, config, options));
     std::vector<Placement>& placements = side == 0 ? out.per_pod : out.batched;
     auto start = Clock::now();
-    placements = scheduler->ScheduleAll(pending);  // with preemptors' later attempts
+    KPLACE_ASSIGN_OR_RETURN(placements, run(*scheduler));
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     (side == 0 ? out.per_pod_seconds : out.batched_seconds) = seconds;
     (side == 0 ? out.per_pod_next_start : out.batched_next_start) = scheduler->next_start_index();
     if (side == 1) out.stats = scheduler->batch_stats();
   }
-  out.pods = static_cast<int64_t>(order.size());
-  for (size_t j = 0; j < order.size(); ++j) {
+  if (out.per_pod.size() != out.batched.size()) {
+    return absl::InternalError(StrCat("per-pod and batched runs decided ", out.per_pod.size(), " and ", out.batched.size(), " pods"));
+  }
+  out.pods = static_cast<int64_t>(out.per_pod.size());
+  for (size_t j = 0; j < out.per_pod.size(); ++j) {
     const Placement& a = out.per_pod[j];
     const Placement& b = out.batched[j];
     auto victims = [](const Placement& p) { return p.preemption ? p.preemption->victims : std::vector<std::string>{}; };

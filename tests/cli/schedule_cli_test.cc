@@ -452,7 +452,7 @@ TEST_F(ScheduleCliTest, EventsReplayRetriesWaitingPods) {
                         << line("ADDED", Pod("p4", "4")) << "\n";
   const std::string cluster = Write("c.json", List(json::array({Node("a"), Node("b")})));
   const std::string pods = Write("p.json", List(json::array({Pod("p1", "4")})));
-  for (const char* engine : {"--backend=omp", "--reference", "--batch=1"}) {
+  for (const char* engine : {"--backend=omp", "--reference", "--batch=1", "--verify"}) {
     json out;
     ASSERT_EQ(Run({"schedule", "--cluster", cluster, "--pods", pods, "--events", events, engine}, &out), 0) << engine;
     std::map<std::string, json> by_pod;

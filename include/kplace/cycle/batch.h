@@ -14,6 +14,7 @@
 // the definition: tests and `--verify` compare the two on every placement, message, score
 // and the final start index. docs/batching.md has the argument in full.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -122,5 +123,10 @@ struct BatchComparison {
  */
 absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,
                                                Options options, const std::vector<Pod>& pending);
+/** The same for any run: `run` schedules on a fresh scheduler (per pod, then batched) and
+ *  returns its placements in a fixed order (an event replay, say). */
+absl::StatusOr<BatchComparison> CompareBatched(
+    const ObjectSet& cluster, const SchedulerConfig& config, Options options,
+    const std::function<absl::StatusOr<std::vector<Placement>>(Scheduler&)>& run);
 
 }  // namespace kplace::cycle
