@@ -5,6 +5,8 @@
 #include <string>
 
 #include "kplace/cli/commands.h"
+#include "kplace/engine/framework.h"
+#include "kplace/engine/plugin.h"
 
 namespace kplace::cli {
 namespace {
@@ -26,8 +28,18 @@ constexpr Command kCommands[] = {
 void PrintUsage(FILE* out) {
   std::fprintf(out,
                "kplace: the kube-scheduler's default plugins, exactly, as batched kernels\n\n"
-               "usage: kplace <command> [flags]   (kplace <command> --help for its flags)\n\ncommands:\n");
+               "usage: kplace <command> [flags]   (kplace <command> --help for its flags; kplace --version)\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+}
+
+// Bumped with each round of issues; the kube-scheduler release whose behaviour is the spec.
+constexpr char kVersion[] = "0.5.0";
+constexpr char kUpstream[] = "v1.37";
+
+void PrintVersion() {
+  const bool cuda = !engine::RegisteredPlugins(engine::Backend::kCuda).empty();
+  std::printf("kplace %s: kube-scheduler %s default plugins; backends: omp%s\n", kVersion, kUpstream,
+              !cuda ? "" : engine::CudaAvailable() ? ", cuda" : ", cuda (built; no device visible)");
 }
 
 }  // namespace
@@ -40,6 +52,10 @@ int Main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     PrintUsage(stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    PrintVersion();
     return 0;
   }
   for (const Command& c : kCommands) {

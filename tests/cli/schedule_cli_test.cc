@@ -480,5 +480,19 @@ TEST_F(ScheduleCliTest, EventsReplayRetriesWaitingPods) {
       << err;
 }
 
+
+TEST(CliTest, VersionNamesTheUpstreamReleaseAndBackends) {
+  for (const char* flag : {"--version", "version"}) {
+    std::vector<std::string> args = {"kplace", flag};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    ::testing::internal::CaptureStdout();
+    EXPECT_EQ(cli::Main(static_cast<int>(argv.size()), argv.data()), 0);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_EQ(out.rfind("kplace ", 0), 0u) << out;
+    EXPECT_NE(out.find("kube-scheduler v1.37 default plugins; backends: omp"), std::string::npos) << out;
+  }
+}
+
 }  // namespace
 }  // namespace kplace
