@@ -487,6 +487,94 @@ TEST(LiveStateTest, EventsOfEveryKindApply) {
   }
 }
 
+// What a refused event leaves: nothing. Random streams mixing good events with bad ones
+// (duplicate adds, changes and deletes of missing objects, a bound pod made pending) on
+// the engine and the reference: a refused event changes no object, and afterwards both
+// still decide a probe pod as a fresh scheduler over their objects does.
+TEST(LiveStateTest, RefusedEventsChangeNothing) {
+  auto fingerprint = [](const ObjectSet& o) {
+    std::string out;
+    for (const Node& n : o.nodes) out += StrCat("N", n.meta.name, n.unschedulable ? "u" : "", n.taints.size(), ";");
+    for (const Pod& p : o.pods) out += StrCat("P", ObjectKey(p.meta), "@", p.node_name, ";");
+    for (const Namespace& n : o.namespaces) out += StrCat("NS", n.meta.name, ";");
+    return out;
+  };
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    Generator g(seed * 131);
+    ObjectSet cluster;
+    for (int i = 0; i < 8; ++i) cluster.nodes.push_back(g.NewNode());
+    for (int k = 0; k < 16; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(8)].meta.name));
+    for (bool reference : {true, false}) {
+      Options o;
+      o.reference = reference;
+      auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      int64_t refused = 0;
+      for (int step = 0; step < 200; ++step) {
+        ObjectSet now = (*s)->Objects();
+        ClusterEvent e;
+        switch (g.Pick(8)) {
+          case 0:  // an existing pod added again
+            if (now.pods.empty()) continue;
+            e = PodEvent(EventType::kAdded, now.pods[g.Pick(static_cast<int>(now.pods.size()))]);
+            break;
+          case 1:  // a missing pod deleted (a missing bound pod MODIFIED is one bound elsewhere: an add)
+            e = PodEvent(EventType::kDeleted, g.NewPod(now.nodes.empty() ? "x" : now.nodes[0].meta.name));
+            break;
+          case 2: {  // a bound pod made pending
+            if (now.pods.empty()) continue;
+            Pod p = now.pods[g.Pick(static_cast<int>(now.pods.size()))];
+            p.node_name.clear();
+            e = PodEvent(EventType::kModified, p);
+            break;
+          }
+          case 3:  // an existing node added again, a missing one changed or deleted
+            if (now.nodes.empty()) continue;
+            e = NodeEvent(EventType::kAdded, now.nodes[g.Pick(static_cast<int>(now.nodes.size()))]);
+            break;
+          case 4:
+            e = NodeEvent(g.Pick(2) ? EventType::kModified : EventType::kDeleted, g.NewNode());
+            break;
+          case 5:  // good: a pod bound to some node, or to a node that is not there
+            e = PodEvent(EventType::kAdded, g.NewPod(g.Pick(4) == 0 || now.nodes.empty()
+                                                          ? "nowhere"
+                                                          : now.nodes[g.Pick(static_cast<int>(now.nodes.size()))].meta.name));
+            break;
+          case 6:  // good: a node joins or leaves
+            if (g.Pick(2) || now.nodes.size() < 3) {
+              e = NodeEvent(EventType::kAdded, g.NewNode());
+            } else {
+              e = NodeEvent(EventType::kDeleted, now.nodes[g.Pick(static_cast<int>(now.nodes.size()))]);
+            }
+            break;
+          default: {  // good: a pod is scheduled
+            (void)(*s)->Schedule(g.NewPod(""));
+            continue;
+          }
+        }
+        const std::string before = fingerprint(now);
+        absl::Status st = (*s)->Apply(e);
+        if (!st.ok()) {
+          ++refused;
+          EXPECT_EQ(fingerprint((*s)->Objects()), before) << st;
+          EXPECT_FALSE(std::string(st.message()).empty());
+        }
+      }
+      EXPECT_GT(refused, 20);
+      // Still exact: the same probe as a fresh scheduler over the same objects and start.
+      Options fresh_options = o;
+      fresh_options.start_index = (*s)->next_start_index();
+      ObjectSet objects = (*s)->Objects();
+      auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      for (int shape = 0; shape < 10; ++shape) {
+        Pod probe = g.NewPod("", shape);
+        EXPECT_EQ(Describe((*s)->Schedule(probe)), Describe((*fresh)->Schedule(probe))) << "seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(EventTest, ParsesWatchLinesAndNamesWhatIsWrong) {
   auto e = ParseWatchEvent(R"({"type":"ADDED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n9"}}})", "ev:1");
   ASSERT_TRUE(e.ok()) << e.status();
