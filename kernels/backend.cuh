@@ -148,6 +148,14 @@ struct Column {
 #endif
   }
   const T* ptr() const { return thrust::raw_pointer_cast(dev.data()); }
+  /** One more entry at the end (a node that joins). The backend copy grows by doubling:
+   *  each growth is a backend operation (a parallel region on omp), and readers index it by
+   *  node, never by its size. */
+  void Push(T v) {
+    host.push_back(v);
+    if (dev.size() < host.size()) dev.resize(std::max(host.size(), 2 * dev.size()));
+    Set(host.size() - 1, v);
+  }
 };
 
 /** out[i] = f(i) for every node index i in [0, n). */

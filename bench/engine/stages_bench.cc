@@ -289,6 +289,26 @@ void BM_EventNodeLabelTaintUpdate(benchmark::State& state) {
 }
 BENCHMARK(BM_EventNodeLabelTaintUpdate)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+void BM_EventNodeAdd(benchmark::State& state) {
+  // Nodes join one after another (a new name each; the first change builds once, untimed).
+  Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
+  auto s = EventScheduler(state, f);
+  if (!s) return;
+  if (!s->Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
+  Node extra = f->cluster.nodes[3];
+  int64_t k = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    extra.meta.name = StrCat("joined-", k++);
+    extra.meta.labels["kubernetes.io/hostname"] = extra.meta.name;
+    const state::ClusterEvent add = state::NodeEvent(state::EventType::kAdded, extra);
+    state.ResumeTiming();
+    if (!s->Apply(add).ok()) return state.SkipWithError("event refused");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EventNodeAdd)->Arg(5000)->Iterations(2000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 void BM_EventNodeAddDelete(benchmark::State& state) {
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
   auto s = EventScheduler(state, f);

@@ -308,6 +308,12 @@ class BackendFramework final : public engine::Framework {
     ForgetNode(node);
   }
 
+  void AddNode(NodeIndex node) override {
+    for (auto& entry : by_name_) {
+      if (!entry.second->OnNodeAdd(node, *snapshot_)) Remake(&entry);
+    }
+  }
+
  private:
   // A plugin that could not undo a bind in place is created and prepared again over the
   // snapshot, which is what a fresh framework would hold.

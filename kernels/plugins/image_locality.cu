@@ -43,6 +43,18 @@ class ImageLocality final : public engine::Plugin {
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   // Other nodes' scores read how many nodes have an image: new images build it again.
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override { return old.images == s.node(node).images; }
+  // A node that joins is the last row; scores read the number of nodes and of nodes with
+  // each image, which the next pod's StartPod reads afresh.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    total_nodes_ = s.num_nodes();
+    for (const auto& [id, size] : Row(s.node(node))) {
+      image_ids_.Push(id);
+      sizes_.Push(size);
+      ++num_nodes_having_[id];
+    }
+    offsets_.Push(static_cast<int32_t>(image_ids_.host.size()));
+    return true;
+  }
   void Prepare(const Snapshot& s) override {
     ids_.clear();
     num_nodes_having_.clear();
@@ -51,14 +63,7 @@ class ImageLocality final : public engine::Plugin {
     image_ids_.host.clear();
     sizes_.host.clear();
     for (NodeIndex i = 0; i < s.num_nodes(); ++i) {
-      // One entry per name; a name listed twice keeps its last size (the snapshot's rule).
-      std::unordered_map<int32_t, int64_t> row;
-      for (const ContainerImage& image : s.node(i).images) {
-        for (const std::string& name : image.names) row[Intern(name)] = image.size_bytes;
-      }
-      std::vector<std::pair<int32_t, int64_t>> sorted(row.begin(), row.end());
-      std::sort(sorted.begin(), sorted.end());
-      for (const auto& [id, size] : sorted) {
+      for (const auto& [id, size] : Row(s.node(i))) {
         image_ids_.host.push_back(id);
         sizes_.host.push_back(size);
         ++num_nodes_having_[id];
@@ -68,6 +73,18 @@ class ImageLocality final : public engine::Plugin {
     offsets_.Upload();
     image_ids_.Upload();
     sizes_.Upload();
+  }
+
+  // A node's images by name id, sorted: one entry per name, a name listed twice keeps its
+  // last size (the snapshot's rule).
+  std::vector<std::pair<int32_t, int64_t>> Row(const Node& node) {
+    std::unordered_map<int32_t, int64_t> row;
+    for (const ContainerImage& image : node.images) {
+      for (const std::string& name : image.names) row[Intern(name)] = image.size_bytes;
+    }
+    std::vector<std::pair<int32_t, int64_t>> sorted(row.begin(), row.end());
+    std::sort(sorted.begin(), sorted.end());
+    return sorted;
   }
 
   void StartPod(const Pod& pod, const Snapshot&) override {

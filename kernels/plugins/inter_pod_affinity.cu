@@ -363,9 +363,12 @@ class InterPodAffinity final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     snapshot_ = &s;
     n_ = s.num_nodes();
+    stride_ = n_;
     strings_ = engine::Interner();
     slot_of_.clear();
     slot_domains_.clear();
+    slot_key_.clear();
+    slot_dense_.clear();
     domains_host_.clear();
     classes_.clear();
     class_of_.clear();
@@ -470,7 +473,7 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
-    IpaScoreParams p{n_, Ptr(domains_), Ptr(score_values_), Ptr(score_keys_), score_ready_ ? num_score_keys_ : 0};
+    IpaScoreParams p{stride_, Ptr(domains_), Ptr(score_values_), Ptr(score_keys_), score_ready_ ? num_score_keys_ : 0};
     ForListedNodes(nodes, count, scores, IpaScoreFn{p});
   }
 
@@ -498,6 +501,45 @@ class InterPodAffinity final : public engine::Plugin {
     for (const auto& [key, slot] : slot_of_) {
       if (changed(key)) return false;
     }
+    return true;
+  }
+
+  // A node that joins (no pods) is laid out in every slot, in its domain or a new one. A
+  // key looked for and not found that it has would make a slot: built again then.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    for (const auto& [key, slot] : slot_of_) {
+      if (slot < 0 && s.node(node).meta.labels.count(key)) return false;
+    }
+    n_ = s.num_nodes();
+    const bool relayout = n_ > stride_;
+    if (relayout) {  // rows twice as long: the next joins write in place
+      const int32_t old = stride_;
+      stride_ = 2 * n_;
+      std::vector<int32_t> out(slot_domains_.size() * static_cast<size_t>(stride_), -1);
+      for (size_t slot = 0; slot < slot_domains_.size(); ++slot) {
+        std::copy(domains_host_.begin() + static_cast<std::ptrdiff_t>(slot * old),
+                  domains_host_.begin() + static_cast<std::ptrdiff_t>(slot * old + (n_ - 1)),
+                  out.begin() + static_cast<std::ptrdiff_t>(slot * stride_));
+      }
+      domains_host_ = std::move(out);
+    }
+    std::vector<int32_t> changed;
+    for (size_t slot = 0; slot < slot_domains_.size(); ++slot) {
+      const std::vector<int32_t>* column = s.LabelColumn(slot_key_[slot]);
+      const int32_t v = column ? (*column)[node] : engine::kNoId;
+      if (v == engine::kNoId) continue;
+      auto [it, fresh] = slot_dense_[slot].emplace(v, slot_domains_[slot]);
+      if (fresh) ++slot_domains_[slot];
+      const size_t at = slot * static_cast<size_t>(stride_) + node;
+      domains_host_[at] = it->second;
+      changed.push_back(static_cast<int32_t>(at));
+    }
+    if (relayout) {
+      UploadDomains();
+    } else {
+      UploadChanged(domains_host_, changed, &domains_);
+    }
+    ForgetKept();
     return true;
   }
 
@@ -531,7 +573,7 @@ class InterPodAffinity final : public engine::Plugin {
  private:
   IpaFilterParams FilterParams() {
     IpaFilterParams p = filter_;
-    p.num_nodes = n_;
+    p.num_nodes = stride_;
     p.domains = Ptr(domains_);
     p.present = Ptr(present_);
     p.keys = Ptr(filter_keys_);
@@ -907,7 +949,7 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   int32_t Domain(int32_t slot, NodeIndex n) const {
-    return slot < 0 ? -1 : domains_host_[static_cast<size_t>(slot) * n_ + n];
+    return slot < 0 ? -1 : domains_host_[static_cast<size_t>(slot) * stride_ + n];
   }
 
   // A topology key's slot: its value ids renumbered into dense domains. Node labels do
@@ -925,7 +967,10 @@ class InterPodAffinity final : public engine::Plugin {
       if (v != engine::kNoId) d = dense.emplace(v, static_cast<int32_t>(dense.size())).first->second;
       domains_host_.push_back(d);
     }
+    domains_host_.resize(domains_host_.size() + static_cast<size_t>(stride_ - n_), -1);  // room for nodes that join
     slot_domains_.push_back(static_cast<int32_t>(dense.size()));
+    slot_key_.push_back(key);
+    slot_dense_.push_back(std::move(dense));
     for (PodClass& c : classes_) {
       std::unordered_map<int32_t, int64_t> counts;
       for (const auto& [node, pods] : c.nodes) {
@@ -1087,7 +1132,10 @@ class InterPodAffinity final : public engine::Plugin {
   // Topology-key slots.
   std::unordered_map<std::string, int32_t> slot_of_;
   std::vector<int32_t> slot_domains_;  // [slot]: number of domains
-  std::vector<int32_t> domains_host_;  // [slot * n_ + node]: domain, -1 without the key
+  std::vector<std::string> slot_key_;  // [slot]: its topology key
+  std::vector<std::unordered_map<int32_t, int32_t>> slot_dense_;  // [slot]: label value id -> domain
+  int32_t stride_ = 0;  // row length of domains_host_ (>= n_): nodes that join take the spare room
+  std::vector<int32_t> domains_host_;  // [slot * stride_ + node]: domain, -1 without the key
   vector<int32_t> domains_;
 
   // Namespace objects: (name id, labels), and labels by name id.

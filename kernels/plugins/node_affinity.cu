@@ -85,6 +85,17 @@ class LabelSlots {
     return slot;
   }
 
+  /** Node i joined: the slots (laid out with n nodes each) are dropped, to be laid out
+   *  again as pods ask for keys; its name goes at the end. No backend work here. */
+  void AddNode(const Snapshot& s, NodeIndex i) {
+    n_ = s.num_nodes();
+    slots_.clear();
+    ids_.host.clear();
+    ints_.host.clear();
+    ok_.host.clear();
+    names_.Push(s.node_name_ids()[i]);
+  }
+
   /** Node i's values in every slot, from the snapshot's label columns. */
   void UpdateNode(const Snapshot& s, NodeIndex i) {
     for (const auto& [key_id, slot] : slots_) {
@@ -266,6 +277,11 @@ class NodeAffinity final : public engine::Plugin {
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
     slots_.UpdateNode(s, node);
+    return true;
+  }
+  // Slots are laid out node-major per key: they are laid out again, lazily, as pods ask.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    slots_.AddNode(s, node);
     return true;
   }
   void Prepare(const Snapshot& s) override { slots_.Build(s); }

@@ -30,6 +30,10 @@ class NodeName final : public engine::Plugin {
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // names do not change
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    name_id_.Push(s.node_name_ids()[node]);
+    return true;
+  }
   void Prepare(const Snapshot& s) override {
     name_id_.host = s.node_name_ids();
     name_id_.Upload();

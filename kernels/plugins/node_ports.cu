@@ -84,6 +84,14 @@ class NodePorts final : public engine::Plugin {
   // The node's set is built again from the pods still on it: another pod may hold the same
   // port, and a set keeps one entry. It only shrinks, so it fits its slots.
   bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // pods' ports only
+  bool OnNodeAdd(NodeIndex, const Snapshot&) override {  // the last node: its slots go at the end
+    used_.emplace_back();
+    slots_.push_back(kMinSlots);
+    counts_.Push(0);
+    offsets_.Push(offsets_.host.back() + kMinSlots);
+    for (int32_t k = 0; k < kMinSlots; ++k) entries_.Push(HostPortEntry{engine::kNoId, engine::kNoId, 0});
+    return true;
+  }
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (Entries(pod).empty()) return true;
     used_[node].clear();

@@ -76,6 +76,10 @@ class NodeResourcesBalancedAllocation final : public engine::Plugin {
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override { return columns_.UpdateNode(node, s); }
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    columns_.AddNode(node, s);
+    return true;
+  }
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     columns_.RemovePod(pod, node, s);
     return true;

@@ -31,6 +31,10 @@ class NodeUnschedulable final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    unschedulable_.Push(s.node(node).unschedulable ? 1 : 0);
+    return true;
+  }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
     unschedulable_.Set(node, s.node(node).unschedulable ? 1 : 0);
     return true;

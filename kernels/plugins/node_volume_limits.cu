@@ -111,6 +111,57 @@ class NodeVolumeLimits final : public engine::Plugin {
   // Limits come from the node's CSINode (by name) and its pods, not from the Node object.
   bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }
 
+  // The per-driver columns are laid out driver-major with n nodes each: laid out again with
+  // one more. A node some VolumeAttachment names is built again with the rest.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    const StorageObjects& st = cache_.Get(s.objects());
+    const std::string& name = s.node(node).meta.name;
+    for (const VolumeAttachment& va : st.attachments) {
+      if (va.node_name == name) return false;
+    }
+    const int32_t old_n = n_;
+    n_ = s.num_nodes();
+    auto restride = [&](auto& column, auto fill) {
+      auto& host = column.host;
+      std::remove_reference_t<decltype(host)> out(slots_.size() * static_cast<size_t>(n_), fill);
+      for (size_t d = 0; d < slots_.size(); ++d) {
+        std::copy(host.begin() + static_cast<std::ptrdiff_t>(d * old_n), host.begin() + static_cast<std::ptrdiff_t>((d + 1) * old_n),
+                  out.begin() + static_cast<std::ptrdiff_t>(d * n_));
+      }
+      host = std::move(out);
+    };
+    if (!slots_.empty()) {
+      restride(limit_, int32_t{-1});
+      restride(installed_, uint8_t{0});
+      restride(count_, int32_t{0});
+    }
+    has_csinode_.Push(0);
+    has_limits_.Push(0);
+    error_.Push(-1);
+    pod_keys_.emplace_back();
+    va_keys_.emplace_back();
+    if (const CSINode* c = st.FindCsiNode(name)) {
+      has_csinode_.host[node] = 1;
+      for (const CSINodeDriver& drv : c->drivers) {
+        const size_t at = slots_.at(drv.name) * n_ + node;
+        installed_.host[at] = 1;
+        if (drv.allocatable_count) {
+          limit_.host[at] = static_cast<int32_t>(*drv.allocatable_count);
+          has_limits_.host[node] = 1;
+        }
+      }
+    }
+    if (has_csinode_.host[node]) {
+      has_csinode_.Set(node, 1);
+      has_limits_.Set(node, has_limits_.host[node]);
+    }
+    if (!slots_.empty()) {  // driver-major columns: written whole
+      for (auto* c : {&installed_}) c->Upload();
+      for (auto* c : {&limit_, &count_}) c->Upload();
+    }
+    return true;
+  }
+
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     Counted counted;
     return Collect(pod, has_csinode_.host[node] != 0, /*new_pod=*/false, cache_.Get(s.objects()), &counted).IsSuccess() &&

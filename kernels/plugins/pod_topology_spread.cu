@@ -365,6 +365,15 @@ class PodTopologySpread final : public engine::Plugin {
     return true;
   }
 
+  // Tables are per node: they go, and are built again on first use.
+  bool OnNodeAdd(NodeIndex, const Snapshot& s) override {
+    n_ = s.num_nodes();
+    columns_.clear();
+    tables_.clear();
+    node_tables_.clear();
+    return true;
+  }
+
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     if (spread::IsTerminating(pod)) return true;  // never counted
     if (!RemoveRef(pod, node)) return false;

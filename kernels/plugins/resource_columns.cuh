@@ -137,6 +137,31 @@ class ResourceColumns {
     return true;
   }
 
+  /** Node i joined (the last index): its columns go at the end. */
+  void AddNode(NodeIndex i, const Snapshot& s) {
+    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    n_ = s.num_nodes();
+    std::map<int32_t, std::pair<int64_t, int64_t>> entries;  // slot -> (allocatable, requested)
+    for (const auto& [name, v] : r.allocatable.scalars) entries[SlotOf(name)].first = v;
+    for (const auto& [name, v] : r.requested.scalars) entries[SlotOf(name)].second = v;
+    for (const auto& [slot, amounts] : entries) {
+      scalar_slot_.Push(slot);
+      alloc_scalar_.Push(amounts.first);
+      req_scalar_.Push(amounts.second);
+    }
+    scalar_offsets_.Push(static_cast<int32_t>(scalar_slot_.host.size()));
+    for (Column<int64_t>* c : {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_, &req_mem_, &req_eph_,
+                               &nz_cpu_, &nz_mem_, &pod_count_}) {
+      c->Push(0);
+    }
+    auto set = [](Column<int64_t>& c, size_t k, int64_t v) { c.Set(k, v); };
+    set(alloc_cpu_, i, r.allocatable.milli_cpu);
+    set(alloc_mem_, i, r.allocatable.memory);
+    set(alloc_eph_, i, r.allocatable.ephemeral_storage);
+    set(alloc_pods_, i, r.allocatable.allowed_pods);
+    EachRequestColumn(i, r, set);
+  }
+
   /** Node i's request sums computed again from its pods. */
   void RecomputeNode(NodeIndex i, const Snapshot& s) {
     const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);

@@ -103,6 +103,23 @@ class TaintToleration final : public engine::Plugin {
     value_int_.Upload();
   }
 
+  // A node that joins is the last: its entries go at the end.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    const size_t start = key_.host.size();
+    const size_t room = s.node(node).taints.size() + kSpareTaints;
+    for (size_t k = 0; k < room; ++k) {
+      key_.Push(engine::kNoId);
+      value_.Push(engine::kNoId);
+      effect_.Push(plugins::kEffectOtherTaint);
+      value_is_int_.Push(0);
+      value_int_.Push(0);
+    }
+    offsets_.Push(static_cast<int32_t>(start + room));
+    WriteTaints(s.node(node), start, room);
+    SyncEntries(start, room);
+    return true;
+  }
+
   // The node's taints in place when they fit its room; else the layout is made again.
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
     if (old.taints == s.node(node).taints) return true;
@@ -111,13 +128,7 @@ class TaintToleration final : public engine::Plugin {
     if (s.node(node).taints.size() > room) return false;
     WriteTaints(old, start, room, /*remove=*/true);
     WriteTaints(s.node(node), start, room);
-    for (size_t k = start; k < start + room; ++k) {
-      key_.Set(k, key_.host[k]);
-      value_.Set(k, value_.host[k]);
-      effect_.Set(k, effect_.host[k]);
-      value_is_int_.Set(k, value_is_int_.host[k]);
-      value_int_.Set(k, value_int_.host[k]);
-    }
+    SyncEntries(start, room);
     return true;
   }
 
@@ -201,6 +212,16 @@ class TaintToleration final : public engine::Plugin {
   Column<int64_t> value_int_;
   TolerationList filter_, score_;
   static constexpr size_t kSpareTaints = 2;
+  // Entries [start, start + room) from the host to the backend.
+  void SyncEntries(size_t start, size_t room) {
+    for (size_t k = start; k < start + room; ++k) {
+      key_.Set(k, key_.host[k]);
+      value_.Set(k, value_.host[k]);
+      effect_.Set(k, effect_.host[k]);
+      value_is_int_.Set(k, value_is_int_.host[k]);
+      value_int_.Set(k, value_int_.host[k]);
+    }
+  }
   // Writes `node`'s taints into entries [start, start + room) on the host, padded with
   // entries neither Filter nor Score reads; `remove` only takes its count of
   // PreferNoSchedule taints back.

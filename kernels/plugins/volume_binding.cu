@@ -176,6 +176,20 @@ class VolumeBinding final : public engine::Plugin {
     if (old.meta.labels != s.node(node).meta.labels) tables_.clear();
     return true;
   }
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    const StorageObjects& st = s.volume_assume_cache().Get(s.objects());
+    n_ = s.num_nodes();
+    tables_.clear();
+    uint8_t migrated = 0;
+    if (const CSINode* c = st.FindCsiNode(s.node(node).meta.name)) {
+      for (int p = 0; p < volume::kNumMigratedPlugins; ++p) {
+        if (volume::CsiNodeMigrates(*c, volume::MigratedPluginName(p))) migrated |= static_cast<uint8_t>(1u << p);
+      }
+    }
+    migrated_.Push(migrated);
+    any_migrated_ |= migrated;
+    return true;  // node_score_ grows when a pod's parameters are built (Params)
+  }
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (!reserve_pending_ || PodIdentity(pod) != compiled_pod_) return;
     reserve_pending_ = false;
@@ -230,6 +244,7 @@ class VolumeBinding final : public engine::Plugin {
     p.pvs = pvs_.ptr();
     p.cands = cands_.ptr();
     p.caps = caps_.ptr();
+    if (node_score_.size() < static_cast<size_t>(n_)) node_score_.resize(n_, 0);  // nodes that joined
     p.score = Ptr(node_score_);
     p.picks = nullptr;
     return p;

@@ -78,6 +78,7 @@ class VolumeRestrictions final : public engine::Plugin {
 
   void OnBind(const Pod& pod, NodeIndex node, const Snapshot&) override { AddPod(pod, node); }
   bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // pods' volumes only
+  bool OnNodeAdd(NodeIndex, const Snapshot&) override { return true; }
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     for (const Volume& v : pod.volumes) {
       if (v.source == "persistentVolumeClaim") {

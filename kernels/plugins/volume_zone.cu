@@ -38,6 +38,11 @@ class VolumeZone final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
+    for (int k = 0; k < plugins::kVzNumKeys; ++k) values_[k].Push(engine::kNoId);
+    has_any_.Push(0);
+    return OnNodeUpdate(node, Node{}, s);
+  }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
     uint8_t any = 0;
     for (int k = 0; k < plugins::kVzNumKeys; ++k) {

@@ -732,6 +732,7 @@ class CycleScheduler final : public Scheduler {
     bound_.clear();
     owned_.clear();
     pods_.clear();
+    waiting_for_node_ = 0;
     evaluators_.clear();
     for (auto& b : batches_) b->AddStats(&retired_stats_);
     batches_.clear();
@@ -741,7 +742,12 @@ class CycleScheduler final : public Scheduler {
       node_index_.emplace(n.meta.name, static_cast<NodeIndex>(nodes.size()));
       nodes.push_back(&n);
     }
-    order_ = ZoneRoundRobinOrder(nodes);
+    zones_.clear();
+    zone_of_.clear();
+    for (NodeIndex i = 0; i < static_cast<NodeIndex>(nodes.size()); ++i) {
+      if (node_index_.at(nodes[i]->meta.name) == i) JoinZone(*nodes[i], i);  // the tree ignores a repeated add
+    }
+    InterleaveZones();
     if (options_.reference) {
       auto volume_assume = state_.volume_assume;
       state_ = reference::MakeClusterState(objects, options_.gates);
@@ -774,7 +780,9 @@ class CycleScheduler final : public Scheduler {
       const Pod& p = objects.pods[k];
       if (p.node_name.empty()) continue;
       const uint64_t seq = seqs.empty() ? k : seqs[k];
-      pods_[ObjectKey(p.meta)] = LivePod{&p, InSnapshot(p), seq};
+      const NodeIndex node = InSnapshot(p);
+      pods_[ObjectKey(p.meta)] = LivePod{&p, node, seq};
+      waiting_for_node_ += WaitsForNode(p, node);
       next_seq_ = std::max(next_seq_, seq + 1);
     }
     return absl::OkStatus();
@@ -782,6 +790,11 @@ class CycleScheduler final : public Scheduler {
 
   // The node a bound pod counts on, kNoId when none does (a node not in the cluster, a pod
   // that finished): where Snapshot and MakeClusterState place it.
+  // A pod bound to a node the cluster does not have (yet): it counts when that node joins.
+  static bool WaitsForNode(const Pod& p, NodeIndex node) {
+    return node == engine::kNoId && !p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed";
+  }
+
   NodeIndex InSnapshot(const Pod& p) const {
     if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") return engine::kNoId;
     auto it = node_index_.find(p.node_name);
@@ -822,6 +835,7 @@ class CycleScheduler final : public Scheduler {
     if (node == engine::kNoId) {
       owned_.push_back(std::move(pod));
       stored = &owned_.back();
+      waiting_for_node_ += WaitsForNode(*stored, node);
     } else {
       const std::vector<const Pod*>& on = options_.reference ? state_.nodes[node].pods : snapshot_->pods_on(node);
       size_t pos = on.size();
@@ -855,6 +869,7 @@ class CycleScheduler final : public Scheduler {
     auto it = pods_.find(key);
     if (it == pods_.end()) return;
     const LivePod live = it->second;
+    waiting_for_node_ -= WaitsForNode(*live.pod, live.node);
     if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, std::make_unique<Pod>(*live.pod), live.seq, nullptr});
     if (live.node != engine::kNoId) {
       if (options_.reference) {
@@ -932,6 +947,15 @@ class CycleScheduler final : public Scheduler {
   // place (its columns only); anything else rebuilds. `at`: a position to put an object
   // back at (an undo).
   absl::Status ApplyObjects(const state::ClusterEvent& event, std::optional<size_t> at = std::nullopt) {
+    if (live_ && !at && event.type == state::EventType::kAdded && !event.object.nodes.empty() &&
+        live_->nodes.size() < live_->nodes.capacity()) {
+      const Node& node = event.object.nodes[0];
+      if (node_index_.count(node.meta.name)) {
+        return absl::AlreadyExistsError(StrCat(event.where, ": Node ", node.meta.name, " already exists"));
+      }
+      AddNode(node);
+      return absl::OkStatus();
+    }
     if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
       const Node& node = event.object.nodes[0];
       auto it = node_index_.find(node.meta.name);
@@ -941,6 +965,69 @@ class CycleScheduler final : public Scheduler {
       }
     }
     return RebuildWith(event, at);
+  }
+
+  void JoinZone(const Node& node, NodeIndex i) {
+    auto [it, fresh] = zone_of_.emplace(ZoneKey(node), zones_.size());
+    if (fresh) zones_.emplace_back();
+    zones_[it->second].push_back(i);
+  }
+
+  // The node tree's list: one node of each zone in turn (ZoneRoundRobinOrder).
+  void InterleaveZones() {
+    order_.clear();
+    size_t total = 0;
+    for (const auto& z : zones_) total += z.size();
+    order_.reserve(total);
+    for (size_t round = 0; order_.size() < total; ++round) {
+      for (const auto& z : zones_) {
+        if (round < z.size()) order_.push_back(z[round]);
+      }
+    }
+  }
+
+  // A node joins in place: the last index everywhere, the end of its zone in the node tree
+  // (which is also where a fresh tree built from Objects() puts it). Pods already bound to
+  // its name (left by an earlier node of that name) count on it again.
+  void AddNode(const Node& node) {
+    live_->nodes.push_back(node);  // capacity was reserved: the others do not move
+    const Node* stored = &live_->nodes.back();
+    const NodeIndex i = static_cast<NodeIndex>(live_->nodes.size() - 1);
+    node_index_.emplace(node.meta.name, i);
+    // Its place in the tree's list: after every node of earlier rounds, and after the nodes
+    // of this round in zones before its own.
+    const size_t zone = zone_of_.count(ZoneKey(node)) ? zone_of_.at(ZoneKey(node)) : zones_.size();
+    const size_t round = zone < zones_.size() ? zones_[zone].size() : 0;
+    size_t pos = 0;
+    for (size_t z = 0; z < zones_.size(); ++z) {
+      pos += std::min(zones_[z].size(), round);
+      if (z < zone && zones_[z].size() > round) ++pos;
+    }
+    JoinZone(node, i);
+    order_.insert(order_.begin() + static_cast<std::ptrdiff_t>(pos), i);
+    if (options_.reference) {
+      state_.nodes.push_back(reference::NodeInfo{stored, {}});
+    } else {
+      snapshot_->AddNode(stored);
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().AddNode(i);
+      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+    }
+    if (Logging()) {
+      auto undo = std::make_unique<state::Undo>();
+      undo->event = state::NodeEvent(state::EventType::kDeleted, node);
+      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+    }
+    if (waiting_for_node_ == 0) return;
+    std::vector<std::pair<uint64_t, std::string>> back;
+    for (const auto& [key, p] : pods_) {
+      if (p.node == engine::kNoId && p.pod->node_name == node.meta.name) back.emplace_back(p.seq, key);
+    }
+    std::sort(back.begin(), back.end());
+    for (const auto& [seq, key] : back) {
+      Pod pod = *pods_.at(key).pod;
+      RemovePod(key);
+      AddPod(std::move(pod), seq);
+    }
   }
 
   // Node i changes in place: the snapshot, the reference and every plugin keep the same
@@ -965,7 +1052,9 @@ class CycleScheduler final : public Scheduler {
   // the result (O(cluster)); `at` puts the object back at a position (an undo).
   absl::Status RebuildWith(const state::ClusterEvent& event, std::optional<size_t> at) {
     ObjectSet next = NonPods(objects());
-    if (!live_) state::GroupNodesByZone(&next.nodes);  // the node tree's order, kept from here on
+    // Nodes that joined in place sit at the end; grouped by zone the list keeps the node
+    // tree's order and the events below keep it.
+    state::GroupNodesByZone(&next.nodes);
     state::Undo undo;
     KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, &next, &undo, at));
     std::vector<uint64_t> seqs;
@@ -985,6 +1074,7 @@ class CycleScheduler final : public Scheduler {
     pods_.clear();
     if (!live_) live_ = std::make_unique<ObjectSet>();
     *live_ = std::move(next);
+    live_->nodes.reserve(2 * live_->nodes.size() + 64);  // room for nodes that join in place
     if (options_.reference) {
       state_.volume_assume = keep;
     } else {
@@ -1063,6 +1153,8 @@ class CycleScheduler final : public Scheduler {
   std::mt19937_64 rng_;
   std::mt19937_64 preempt_rng_;  // the dry run's start offset (upstream: rand.Int31n)
   std::vector<int32_t> order_;
+  std::vector<std::vector<int32_t>> zones_;  // the node tree: zones in order, nodes in each
+  std::unordered_map<std::string, size_t> zone_of_;  // zone key -> index in zones_
   std::unordered_map<std::string, NodeIndex> node_index_;
   int32_t next_start_ = 0;
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
@@ -1075,6 +1167,7 @@ class CycleScheduler final : public Scheduler {
   std::deque<Pod> bound_;  // the reference's pods bound since the last build
   std::deque<Pod> owned_;  // pods no node counts, added since the last build
   std::unordered_map<std::string, LivePod> pods_;  // every pod with a node, by key
+  int64_t waiting_for_node_ = 0;  // of those, bound to a node the cluster lacks
   uint64_t next_seq_ = 0;
   std::shared_ptr<plugins::volume::VolumeAssumeCache> carried_assume_;  // across RebuildWith
   std::vector<Savepoint> savepoints_;  // open transactions, outermost first

@@ -61,6 +61,22 @@ const std::vector<int32_t>* Snapshot::LabelColumn(std::string_view key) const {
   return it == label_columns_.end() || it->second.nodes == 0 ? nullptr : &it->second.values;
 }
 
+NodeIndex Snapshot::AddNode(const Node* node) {
+  const NodeIndex i = num_nodes();
+  nodes_.push_back(node);
+  node_index_.emplace(node->meta.name, i);
+  node_name_ids_.push_back(strings_.Intern(node->meta.name));
+  pods_on_node_.emplace_back();
+  for (auto& [key, column] : label_columns_) column.values.push_back(kNoId);
+  for (const auto& [key, value] : node->meta.labels) {
+    LabelColumnData& column = label_columns_[strings_.Intern(key)];
+    if (column.values.empty()) column.values.assign(nodes_.size(), kNoId);
+    column.values[i] = strings_.Intern(value);
+    ++column.nodes;
+  }
+  return i;
+}
+
 void Snapshot::UpdateNode(NodeIndex i, const Node& old) {
   const Labels& now = nodes_[i]->meta.labels;
   // Keys the node no longer has, then the keys it has now.

@@ -52,6 +52,7 @@ class Generator {
     Node n = MakeNode(name, {{"cpu", std::to_string(2 + Pick(6))}, {"memory", StrCat(4 + Pick(8), "Gi")}, {"pods", "20"}},
                       {{"kubernetes.io/hostname", name}, {"topology.kubernetes.io/zone", StrCat("z", Pick(3))}});
     if (Pick(8) == 0) n.taints.push_back(Taint{"dedicated", "gpu", "NoSchedule"});
+    if (Pick(3) == 0) n.images = {ContainerImage{{StrCat("img", Pick(3), ":v1")}, 300000000}};
     return n;
   }
 
@@ -62,6 +63,7 @@ class Generator {
     static const char* kCpu[] = {"100m", "250m", "500m", "1"};
     Pod p = MakePod(StrCat("p", next_pod_++), {{"cpu", kCpu[Pick(4)]}, {"memory", StrCat(128 << Pick(4), "Mi")}}, node);
     p.meta.uid = p.meta.name;
+    p.containers[0].image = StrCat("img", Pick(3), ":v1");  // ImageLocality scores nodes that have it
     const std::string app = kApps[Pick(3)];
     p.meta.labels = {{"app", app}};
     if (shape < 0) shape = Pick(11);
@@ -263,7 +265,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
           n.unschedulable = !n.unschedulable;
           break;
         default:
-          n.images = {ContainerImage{{StrCat("img", g.Pick(3))}, 100000000}};
+          n.images = {ContainerImage{{StrCat("img", g.Pick(3), ":v1")}, 100000000}};
           break;
       }
       apply_all(NodeEvent(EventType::kModified, n), what + " node update " + n.meta.name);
@@ -403,6 +405,51 @@ TEST(LiveStateTest, NodeLifecycleEvents) {
     EXPECT_EQ((*s)->Schedule(MakePod("d", {{"cpu", "1"}})).node, "n1") << side;
     p = (*s)->Schedule(MakePod("e", {{"cpu", "1"}}));  // the resident and d fill it
     EXPECT_NE(p.message.find("1 Insufficient cpu"), std::string::npos) << side << ": " << p.message;
+  }
+}
+
+// Nodes that join in place (after the first change of a non-pod kind) give every plugin's
+// answers a fresh scheduler gives: images, taints, labels, new zones, pods left bound to a
+// node of that name.
+TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    Generator g(seed * 977);
+    ObjectSet cluster;
+    for (int i = 0; i < 6; ++i) cluster.nodes.push_back(g.NewNode());
+    for (int k = 0; k < 14; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(6)].meta.name));
+    for (int k = 0; k < 2; ++k) cluster.pods.push_back(g.NewPod("n7"));  // waits for n7
+    for (int side = 0; side < 3; ++side) {
+      Options o;
+      o.reference = side == 0;
+      o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+      auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+      ASSERT_TRUE(s.ok()) << s.status();
+      ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // builds once
+      Generator nodes(seed);
+      for (int k = 0; k < 12; ++k) {
+        Node n = nodes.NewNode();
+        n.meta.name = StrCat("n", 6 + k);
+        n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
+        if (k % 3 == 0) n.meta.labels["topology.kubernetes.io/zone"] = StrCat("new", k);  // a zone of its own
+        if (k % 2 == 0) n.meta.labels["disk"] = "ssd";
+        if (k % 2 == 1) n.images = {ContainerImage{{"img0:v1"}, 600000000}};
+        ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kAdded, n)).ok());
+        if (k % 4 == 3) (void)(*s)->Schedule(g.NewPod(""));
+      }
+      Options fresh_options = o;
+      fresh_options.start_index = (*s)->next_start_index();
+      ObjectSet objects = (*s)->Objects();
+      auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
+      ASSERT_TRUE(fresh.ok()) << fresh.status();
+      EXPECT_EQ((*s)->NodeOrder(), (*fresh)->NodeOrder());
+      for (int round = 0; round < 3; ++round) {
+        for (int shape = 0; shape < 10; ++shape) {
+          Pod probe = g.NewPod("", shape);
+          probe.containers[0].image = "img0:v1";  // on half the nodes that joined
+          EXPECT_EQ(Describe((*s)->Schedule(probe)), Describe((*fresh)->Schedule(probe))) << "seed " << seed << " side " << side;
+        }
+      }
+    }
   }
 }
 

@@ -120,6 +120,8 @@ class Framework {
    *  columns or are built again. A batched run must start again afterwards (a run's
    *  compiled pod may depend on which label keys exist at all). */
   virtual void UpdateNode(NodeIndex node, const Node& old) = 0;
+  /** Records that node `node` joined (Snapshot::AddNode); the same rules as UpdateNode. */
+  virtual void AddNode(NodeIndex node) = 0;
 
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
   // signature; within it, node-local plugins (Plugin::NodeLocal) compile the pod once

@@ -77,6 +77,10 @@ class Plugin {
    *  columns and return true, or return false to be created and prepared again. Default
    *  false. */
   virtual bool OnNodeUpdate(NodeIndex /*node*/, const Node& /*old*/, const Snapshot&) { return false; }
+  /** Called after node `node` joined the snapshot as its last index, without pods. Grow
+   *  the columns by it and return true, or return false to be created and prepared
+   *  again. Default false. */
+  virtual bool OnNodeAdd(NodeIndex /*node*/, const Snapshot&) { return false; }
 
   /**
    * True when binding a pod to node h can change this plugin's answers for node h alone.

@@ -82,6 +82,9 @@ class Snapshot {
   /** Node i's object changed in place (the same Node, the same name): `old` is what it was.
    *  Its label values are written into the label columns. */
   void UpdateNode(NodeIndex i, const Node& old);
+  /** A node joins (no pods yet): it gets the next index, num_nodes() - 1 afterwards. `node`
+   *  must outlive the snapshot. */
+  NodeIndex AddNode(const Node* node);
 
   /** VolumeBinding's assume caches for the run over this snapshot
    *  (kplace/plugins/volume_binding_assume.h): the storage objects as the scheduler
