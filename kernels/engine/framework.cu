@@ -239,8 +239,10 @@ class BackendFramework final : public engine::Framework {
     FilterResult out;
     out.failed_plugin.resize(n);
     out.code.resize(n);
-    thrust::copy(failed_.begin(), failed_.end(), out.failed_plugin.begin());
-    thrust::copy(code_.begin(), code_.end(), out.code.begin());
+    if (n > 0) {  // Thrust binds a reference to the first output element even for none
+      thrust::copy(failed_.begin(), failed_.end(), out.failed_plugin.begin());
+      thrust::copy(code_.begin(), code_.end(), out.code.begin());
+    }
     return out;
   }
 
@@ -248,7 +250,7 @@ class BackendFramework final : public engine::Framework {
     const int32_t n = snapshot_->num_nodes();
     codes_.resize(n);
     std::vector<std::vector<VerdictCode>> out(filter_.size(), std::vector<VerdictCode>(n));
-    for (size_t f = 0; f < filter_.size(); ++f) {
+    for (size_t f = 0; n > 0 && f < filter_.size(); ++f) {
       filter_[f]->Filter(n, Ptr(codes_));
       thrust::copy(codes_.begin(), codes_.end(), out[f].begin());
     }
