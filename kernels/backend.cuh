@@ -7,6 +7,7 @@
 #include <thrust/fill.h>
 #include <thrust/transform.h>
 #include <thrust/reduce.h>
+#include <thrust/transform_reduce.h>
 #include <thrust/functional.h>
 
 #include <algorithm>
@@ -174,14 +175,30 @@ void ForListedNodes(const engine::NodeIndex* nodes, int32_t count, Out* out, F f
   WithPolicy(count, [&](auto p) { thrust::transform(p, nodes, nodes + count, out, f); });
 }
 
+/** `op` folded over f(0), ..., f(count - 1), from `init`. On omp a plain loop over host
+ *  memory: Thrust's omp reduction binds a reference through a null execution policy (UBSan
+ *  reports it), and the windows reduced here are a pod's scored nodes. */
+template <typename T, typename F, typename Op>
+T ReduceNodes(int32_t count, F f, T init, Op op) {
+  if (count <= 0) return init;
+#if defined(KPLACE_BACKEND_OMP)
+  T acc = init;
+  for (int32_t i = 0; i < count; ++i) acc = op(acc, f(i));
+  return acc;
+#else
+  return thrust::transform_reduce(policy(), thrust::counting_iterator<int32_t>(0),
+                                  thrust::counting_iterator<int32_t>(count), f, init, op);
+#endif
+}
+
+struct ScoreAtFn {
+  const int64_t* scores;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return scores[i]; }
+};
+
 /** Largest of `count` scores (0 when empty). */
 inline int64_t MaxScore(const int64_t* scores, int32_t count) {
-  if (count <= 0) return 0;
-  int64_t max = 0;
-  WithPolicy(count, [&](auto p) {
-    max = thrust::reduce(p, scores, scores + count, int64_t{0}, thrust::maximum<int64_t>());
-  });
-  return max;
+  return ReduceNodes(count, ScoreAtFn{scores}, int64_t{0}, thrust::maximum<int64_t>());
 }
 
 struct DefaultNormalizeFn {

@@ -479,13 +479,9 @@ class InterPodAffinity final : public engine::Plugin {
 
   void NormalizeScore(int32_t count, int64_t* scores) override {
     if (!score_ready_ || count <= 0) return;
-    WithPolicy(count, [&](auto p) {
-      const int64_t mn =
-          thrust::reduce(p, scores, scores + count, std::numeric_limits<int64_t>::max(), thrust::minimum<int64_t>());
-      const int64_t mx =
-          thrust::reduce(p, scores, scores + count, std::numeric_limits<int64_t>::min(), thrust::maximum<int64_t>());
-      thrust::transform(p, scores, scores + count, scores, IpaNormalizeFn{mn, mx - mn});
-    });
+    const int64_t mn = ReduceNodes(count, ScoreAtFn{scores}, std::numeric_limits<int64_t>::max(), thrust::minimum<int64_t>());
+    const int64_t mx = ReduceNodes(count, ScoreAtFn{scores}, std::numeric_limits<int64_t>::min(), thrust::maximum<int64_t>());
+    WithPolicy(count, [&](auto p) { thrust::transform(p, scores, scores + count, scores, IpaNormalizeFn{mn, mx - mn}); });
   }
 
   // Domains come from node labels: a change to a key this plugin has a slot for (or looked

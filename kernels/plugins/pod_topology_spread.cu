@@ -346,11 +346,7 @@ class PodTopologySpread final : public engine::Plugin {
     if (count <= 0) return;
     const uint8_t* ignored = Ptr(ignored_);
     int64_t max_raw = MaxScore(scores, count);  // ignored nodes score 0, so they never raise it
-    int64_t min_raw = INT64_MAX;
-    WithPolicy(count, [&](auto p) {
-      min_raw = thrust::transform_reduce(p, thrust::counting_iterator<int32_t>(0), thrust::counting_iterator<int32_t>(count),
-                                         SpreadMinKeyFn{scores, ignored}, INT64_MAX, thrust::minimum<int64_t>());
-    });
+    const int64_t min_raw = ReduceNodes(count, SpreadMinKeyFn{scores, ignored}, int64_t{INT64_MAX}, thrust::minimum<int64_t>());
     ForEachNode(count, scores, SpreadNormalizeFn{scores, ignored, max_raw, min_raw});
   }
 
