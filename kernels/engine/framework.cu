@@ -269,7 +269,7 @@ class BackendFramework final : public engine::Framework {
     out.normalized = out.raw;
     out.total.assign(count, 0);
     out.pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
-    if (!RunPreScore(feasible, &out)) return out;
+    if (!RunPreScore(feasible, &out) || count == 0) return out;  // nothing to score or copy
     Upload(feasible, &nodes_);
     scores_.resize(count);
     total_.assign(count, int64_t{0});
