@@ -20,7 +20,7 @@ struct BalancedScoreFn {
   KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::BalancedScoreNode(v, p, i); }
 };
 
-class NodeResourcesBalancedAllocation final : public engine::Plugin {
+class NodeResourcesBalancedAllocation final : public ResourceColumnsPlugin {
  public:
   static std::unique_ptr<engine::Plugin> Create(const PluginArgs& args, const FeatureGates&, std::string* error) {
     if (args.balanced_allocation.resources.size() > static_cast<size_t>(plugins::kMaxScoringResources)) {
@@ -74,16 +74,6 @@ class NodeResourcesBalancedAllocation final : public engine::Plugin {
     ForListedNodes(nodes, count, scores, BalancedScoreFn{columns_.View(), params_});
   }
 
-  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
-  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override { return columns_.UpdateNode(node, s); }
-  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
-    columns_.AddNode(node, s);
-    return true;
-  }
-  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
-    columns_.RemovePod(pod, node, s);
-    return true;
-  }
   // A node's score reads its own resource columns; a bind adds to the bound node's.
   bool NodeLocal() const override { return true; }
 
@@ -91,7 +81,6 @@ class NodeResourcesBalancedAllocation final : public engine::Plugin {
   explicit NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs args) : args_(std::move(args)) {}
 
   NodeResourcesBalancedAllocationArgs args_;
-  ResourceColumns columns_;
   BalancedParams params_{};
 };
 

@@ -31,7 +31,7 @@ struct FitScoreFn {
   KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::FitScoreNode(v, p, i); }
 };
 
-class NodeResourcesFit final : public engine::Plugin {
+class NodeResourcesFit final : public ResourceColumnsPlugin {
  public:
   static std::unique_ptr<engine::Plugin> Create(const PluginArgs& args, const FeatureGates& gates,
                                                 std::string* error) {
@@ -131,16 +131,6 @@ class NodeResourcesFit final : public engine::Plugin {
     ForListedNodes(nodes, count, scores, FitScoreFn{columns_.View(), score_});
   }
 
-  void OnBind(const Pod& pod, NodeIndex node, const Snapshot& s) override { columns_.AddPod(pod, node, s); }
-  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override { return columns_.UpdateNode(node, s); }
-  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
-    columns_.AddNode(node, s);
-    return true;
-  }
-  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
-    columns_.RemovePod(pod, node, s);
-    return true;
-  }
 
  private:
   NodeResourcesFit(const NodeResourcesFitArgs& args, const FeatureGates& gates) : args_(args), gates_(gates) {
@@ -174,7 +164,6 @@ class NodeResourcesFit final : public engine::Plugin {
 
   NodeResourcesFitArgs args_;
   FeatureGates gates_;
-  ResourceColumns columns_;
   FitFilterParams filter_{};
   FitScoreParams score_{};
   std::vector<std::string> scalar_names_;

@@ -248,4 +248,24 @@ class ResourceColumns {
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
 };
 
+/** A plugin that reads ResourceColumns: binds, unbinds and node events keep them. */
+class ResourceColumnsPlugin : public engine::Plugin {
+ public:
+  void OnBind(const Pod& pod, engine::NodeIndex node, const engine::Snapshot& s) override { columns_.AddPod(pod, node, s); }
+  bool OnUnbind(const Pod& pod, engine::NodeIndex node, const engine::Snapshot& s) override {
+    columns_.RemovePod(pod, node, s);
+    return true;
+  }
+  bool OnNodeUpdate(engine::NodeIndex node, const Node&, const engine::Snapshot& s) override {
+    return columns_.UpdateNode(node, s);
+  }
+  bool OnNodeAdd(engine::NodeIndex node, const engine::Snapshot& s) override {
+    columns_.AddNode(node, s);
+    return true;
+  }
+
+ protected:
+  ResourceColumns columns_;
+};
+
 }  // namespace kplace::KPLACE_BACKEND_NS
