@@ -42,11 +42,14 @@ class ImageLocality final : public engine::Plugin {
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
   // Other nodes' scores read how many nodes have an image: new images build it again.
-  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override { return old.images == s.node(node).images; }
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    total_nodes_ = s.num_live_nodes();  // a node that leaves or comes back
+    return old.images == s.node(node).images;
+  }
   // A node that joins is the last row; scores read the number of nodes and of nodes with
   // each image, which the next pod's StartPod reads afresh.
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
-    total_nodes_ = s.num_nodes();
+    total_nodes_ = s.num_live_nodes();
     for (const auto& [id, size] : Row(s.node(node))) {
       image_ids_.Push(id);
       sizes_.Push(size);
@@ -58,7 +61,7 @@ class ImageLocality final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     ids_.clear();
     num_nodes_having_.clear();
-    total_nodes_ = s.num_nodes();
+    total_nodes_ = s.num_live_nodes();
     offsets_.host.assign(1, 0);
     image_ids_.host.clear();
     sizes_.host.clear();

@@ -494,10 +494,40 @@ class InterPodAffinity final : public engine::Plugin {
       if ((a == old.meta.labels.end()) != (b == now.end())) return true;
       return a != old.meta.labels.end() && a->second != b->second;
     };
+    bool moved = false;
     for (const auto& [key, slot] : slot_of_) {
-      if (changed(key)) return false;
+      if (!changed(key)) continue;
+      // Without pods (one that left or is empty) only its domains move; a key looked for and
+      // not found that it now has would make a slot.
+      if (!s.pods_on(node).empty() || slot < 0) return false;
+      moved = true;
+    }
+    if (moved) {
+      UploadChanged(domains_host_, PlaceNode(node, s), &domains_);
+      ForgetKept();
     }
     return true;
+  }
+
+  // Writes node's domain in every slot (-1 where it lacks the key; a value no node had
+  // before gets the next domain). Returns the positions written.
+  std::vector<int32_t> PlaceNode(NodeIndex node, const Snapshot& s) {
+    std::vector<int32_t> changed;
+    for (size_t slot = 0; slot < slot_domains_.size(); ++slot) {
+      const std::vector<int32_t>* column = s.LabelColumn(slot_key_[slot]);
+      const int32_t v = column ? (*column)[node] : engine::kNoId;
+      const size_t at = slot * static_cast<size_t>(stride_) + node;
+      int32_t domain = -1;
+      if (v != engine::kNoId) {
+        auto [it, fresh] = slot_dense_[slot].emplace(v, slot_domains_[slot]);
+        if (fresh) ++slot_domains_[slot];
+        domain = it->second;
+      }
+      if (domains_host_[at] == domain) continue;
+      domains_host_[at] = domain;
+      changed.push_back(static_cast<int32_t>(at));
+    }
+    return changed;
   }
 
   // A node that joins (no pods) is laid out in every slot, in its domain or a new one. A
@@ -519,17 +549,7 @@ class InterPodAffinity final : public engine::Plugin {
       }
       domains_host_ = std::move(out);
     }
-    std::vector<int32_t> changed;
-    for (size_t slot = 0; slot < slot_domains_.size(); ++slot) {
-      const std::vector<int32_t>* column = s.LabelColumn(slot_key_[slot]);
-      const int32_t v = column ? (*column)[node] : engine::kNoId;
-      if (v == engine::kNoId) continue;
-      auto [it, fresh] = slot_dense_[slot].emplace(v, slot_domains_[slot]);
-      if (fresh) ++slot_domains_[slot];
-      const size_t at = slot * static_cast<size_t>(stride_) + node;
-      domains_host_[at] = it->second;
-      changed.push_back(static_cast<int32_t>(at));
-    }
+    std::vector<int32_t> changed = PlaceNode(node, s);
     if (relayout) {
       UploadDomains();
     } else {

@@ -98,6 +98,7 @@ class LabelSlots {
 
   /** Node i's values in every slot, from the snapshot's label columns. */
   void UpdateNode(const Snapshot& s, NodeIndex i) {
+    if (names_.host[i] != s.node_name_ids()[i]) names_.Set(i, s.node_name_ids()[i]);  // it left or came back
     for (const auto& [key_id, slot] : slots_) {
       const std::vector<int32_t>* column = s.LabelColumn(s.strings().Name(key_id));
       const int32_t id = column ? (*column)[i] : engine::kNoId;

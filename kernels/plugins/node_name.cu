@@ -29,7 +29,10 @@ class NodeName final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
-  bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }  // names do not change
+  bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {  // a node that leaves or comes back
+    name_id_.Set(node, s.node_name_ids()[node]);
+    return true;
+  }
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
     name_id_.Push(s.node_name_ids()[node]);
     return true;

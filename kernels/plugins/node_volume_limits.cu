@@ -108,8 +108,11 @@ class NodeVolumeLimits final : public engine::Plugin {
   }
   // A pod without counted volumes changed nothing; otherwise the plugin is built again
   // (a node's count is of distinct volumes, shared with its other pods and attachments).
-  // Limits come from the node's CSINode (by name) and its pods, not from the Node object.
-  bool OnNodeUpdate(NodeIndex, const Node&, const Snapshot&) override { return true; }
+  // Limits come from the node's CSINode (by name) and its pods, not from the Node object. A
+  // node that left keeps its row (never read); one that comes back is counted afresh.
+  bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    return !old.meta.name.empty() || s.node(node).meta.name.empty();
+  }
 
   // The per-driver columns are laid out driver-major with n nodes each: laid out again with
   // one more. A node some VolumeAttachment names is built again with the rest.

@@ -285,7 +285,7 @@ class PodTopologySpread final : public engine::Plugin {
   PluginStatus PreScore(const Pod& pod, const Snapshot& s, const std::vector<NodeIndex>& feasible) override {
     ++epoch_;
     score_ = SpreadScoreParams{0, 0, nullptr};
-    if (s.num_nodes() == 0) return PluginStatus::Skip();
+    if (s.num_live_nodes() == 0) return PluginStatus::Skip();
     std::vector<Constraint> constraints;
     std::string error;
     if (!Resolve(pod, s, "ScheduleAnyway", &constraints, &error)) {

@@ -173,7 +173,8 @@ class VolumeBinding final : public engine::Plugin {
   // PVs' node affinity reads node labels: the verdict tables built from them go (they are
   // built again on first use).
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
-    if (old.meta.labels != s.node(node).meta.labels) tables_.clear();
+    const Node& now = s.node(node);
+    if (old.meta.labels != now.meta.labels || old.meta.name != now.meta.name) tables_.clear();  // PV affinity reads both
     return true;
   }
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {

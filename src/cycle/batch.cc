@@ -250,12 +250,7 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   const std::vector<int32_t>* candidates = order_;
   if (pre.restricted) {
     if (!restricted_valid_ || pre.allowed != allowed_) {
-      std::vector<bool> allowed(n, false);
-      for (engine::NodeIndex i : pre.allowed) allowed[i] = true;
-      restricted_.clear();
-      for (int32_t i : *order_) {
-        if (allowed[i]) restricted_.push_back(i);
-      }
+      restricted_ = RestrictedOrder(*order_, pre.allowed);
       allowed_ = pre.allowed;
       restricted_valid_ = true;
     }

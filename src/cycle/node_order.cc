@@ -45,6 +45,18 @@ std::vector<int32_t> ZoneRoundRobinOrder(const std::vector<const Node*>& nodes) 
   return out;
 }
 
+std::vector<int32_t> RestrictedOrder(const std::vector<int32_t>& order, const std::vector<int32_t>& allowed) {
+  // Indexed by node, sized by the largest allowed: order also holds nodes past it.
+  std::vector<bool> in(allowed.empty() ? 0 : static_cast<size_t>(allowed.back()) + 1, false);
+  for (int32_t i : allowed) in[i] = true;
+  std::vector<int32_t> out;
+  out.reserve(allowed.size());
+  for (int32_t i : order) {
+    if (static_cast<size_t>(i) < in.size() && in[i]) out.push_back(i);
+  }
+  return out;
+}
+
 int32_t NumFeasibleNodesToFind(int32_t percentage, int32_t num_candidates) {
   constexpr int32_t kMinFeasibleNodesToFind = 100;
   constexpr int32_t kMinFeasibleNodesPercentageToFind = 5;

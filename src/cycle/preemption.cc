@@ -273,12 +273,15 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
     out.status = PluginStatus::Make(Code::kUnschedulable, why);
     return out;
   }
-  if (host.NumNodes() == 0) {
+  // The snapshot's nodes: the order lists them when given (the host may hold rows of nodes
+  // that left).
+  const std::vector<int32_t>* order = options.node_order.empty() ? nullptr : &options.node_order;
+  const int32_t num_all_nodes = order ? static_cast<int32_t>(order->size()) : host.NumNodes();
+  if (num_all_nodes == 0) {
     out.status = PluginStatus::Error("no nodes available");
     return out;
   }
-  std::vector<int32_t> potential =
-      NodesForStatusCode(statuses, Code::kUnschedulable, host, options.node_order.empty() ? nullptr : &options.node_order);
+  std::vector<int32_t> potential = NodesForStatusCode(statuses, Code::kUnschedulable, host, order);
   DryRunResult dry;
   if (!potential.empty()) {
     int32_t n = static_cast<int32_t>(potential.size());
@@ -297,7 +300,7 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
     NodeToStatus s = std::move(dry.statuses);
     s.absent = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "Preemption is not helpful for scheduling");
     out.has_result = true;  // clears the nomination
-    out.status = PluginStatus::Make(Code::kUnschedulable, StatusesMessage(host.NumNodes(), s));
+    out.status = PluginStatus::Make(Code::kUnschedulable, StatusesMessage(num_all_nodes, s));
     return out;
   }
 

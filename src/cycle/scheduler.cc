@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include "kplace/common/strings.h"
 #include "kplace/common/status.h"
@@ -243,11 +244,13 @@ class CycleScheduler final : public Scheduler {
   // One step of a transaction's undo log.
   // Small for the common step (a bind's undo is a key): the rest lives behind pointers.
   struct UndoEntry {
-    enum What { kRemovePod, kRestorePod, kObjects } what;
+    enum What { kRemovePod, kRestorePod, kObjects, kRestoreNode } what;
     std::string key;                        // kRemovePod
     std::unique_ptr<Pod> pod;               // kRestorePod: the pod as it was, with its entry number
     uint64_t seq = 0;
-    std::unique_ptr<state::Undo> objects;   // kObjects
+    std::unique_ptr<state::Undo> objects;   // kObjects; kRestoreNode: the node's add at its list place
+    NodeIndex row = engine::kNoId;          // kRestoreNode: the row it left, its zone's place in
+    uint32_t zone = 0, zone_pos = 0;        // the node tree and its place in the zone
   };
   struct Savepoint {
     size_t undo_size = 0;
@@ -381,6 +384,17 @@ class CycleScheduler final : public Scheduler {
           case UndoEntry::kObjects:
             KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
             break;
+          case UndoEntry::kRestoreNode: {
+            // Its row, unless a rebuild since has dropped the rows of nodes that left.
+            auto row = removed_rows_.find(u.row);
+            const Node& node = u.objects->event.object.nodes[0];
+            if (row != removed_rows_.end() && row->second == node.meta.name) {
+              ReviveNode(u.row, node, u.zone, u.zone_pos);
+            } else {
+              KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
+            }
+            break;
+          }
         }
       }
       savepoints_ = std::move(outer);
@@ -397,7 +411,7 @@ class CycleScheduler final : public Scheduler {
   }
 
   ObjectSet Objects() const override {
-    ObjectSet out = NonPods(objects());
+    ObjectSet out = NonPods();
     for (const LivePod* p : PodsInOrder()) out.pods.push_back(*p->pod);
     return out;
   }
@@ -500,7 +514,7 @@ class CycleScheduler final : public Scheduler {
       if (PodPriority(q) < PodPriority(pod) || SamePod(q, pod)) continue;
       auto it = node_index_.find(q.nominated_node_name);
       if (it == node_index_.end()) continue;
-      out.resize(order_.size(), false);
+      out.resize(objects().nodes.size(), false);  // by row
       out[it->second] = true;
     }
     return out;
@@ -570,11 +584,7 @@ class CycleScheduler final : public Scheduler {
     // Candidates in scan order: the whole round-robin list, or the PreFilter subset.
     std::vector<NodeIndex> candidates;
     if (pre.restricted) {
-      std::vector<bool> allowed(objects().nodes.size(), false);
-      for (NodeIndex i : pre.allowed) allowed[i] = true;
-      for (int32_t i : order_) {
-        if (allowed[i]) candidates.push_back(i);
-      }
+      candidates = RestrictedOrder(order_, pre.allowed);
     } else {
       candidates.assign(order_.begin(), order_.end());
     }
@@ -810,9 +820,15 @@ class CycleScheduler final : public Scheduler {
     return out;
   }
 
-  static ObjectSet NonPods(const ObjectSet& o) {
+  // Every object but pods, the nodes in the node tree's order (zone after zone): a fresh
+  // scheduler builds the same tree from this list. Rows of nodes that left are not in it.
+  ObjectSet NonPods() const {
+    const ObjectSet& o = objects();
     ObjectSet out;
-    out.nodes = o.nodes;
+    out.nodes.reserve(order_.size());
+    for (const auto& zone : zones_) {
+      for (NodeIndex i : zone) out.nodes.push_back(o.nodes[i]);
+    }
     out.namespaces = o.namespaces;
     out.workloads = o.workloads;
     out.storage = o.storage;
@@ -956,6 +972,12 @@ class CycleScheduler final : public Scheduler {
       AddNode(node);
       return absl::OkStatus();
     }
+    if (live_ && !options_.reference && event.type == state::EventType::kDeleted && !event.object.nodes.empty()) {
+      const Node& node = event.object.nodes[0];
+      auto it = node_index_.find(node.meta.name);
+      if (it == node_index_.end()) return absl::NotFoundError(StrCat(event.where, ": Node ", node.meta.name, " not found (DELETED)"));
+      return RemoveNode(it->second);
+    }
     if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
       const Node& node = event.object.nodes[0];
       auto it = node_index_.find(node.meta.name);
@@ -1030,16 +1052,86 @@ class CycleScheduler final : public Scheduler {
     }
   }
 
+  // zone_of_ after zones_ changed.
+  void IndexZones() {
+    zone_of_.clear();
+    for (size_t z = 0; z < zones_.size(); ++z) zone_of_.emplace(ZoneKey(objects().nodes[zones_[z].front()]), z);
+  }
+
+  // A node leaves in place (the engine's path): its row stays, nameless and empty, so no
+  // other node moves; it leaves the node tree (its zone too, when it was the last there)
+  // and every count. Its pods wait for a node of its name, as upstream's cache keeps them.
+  absl::Status RemoveNode(NodeIndex i) {
+    const std::string name = live_->nodes[i].meta.name;
+    node_index_.erase(name);
+    std::vector<std::pair<uint64_t, std::string>> on;
+    for (const Pod* p : snapshot_->pods_on(i)) {
+      std::string key = ObjectKey(p->meta);
+      on.emplace_back(pods_.at(key).seq, std::move(key));
+    }
+    for (const auto& [seq, key] : on) {
+      Pod pod = *pods_.at(key).pod;
+      RemovePod(key);  // counted out while the node still has its labels
+      AddPod(std::move(pod), seq);
+    }
+    const size_t z = zone_of_.at(ZoneKey(live_->nodes[i]));
+    std::vector<NodeIndex>& zone = zones_[z];
+    const size_t pos = static_cast<size_t>(std::find(zone.begin(), zone.end(), i) - zone.begin());
+    size_t list_pos = pos;
+    for (size_t k = 0; k < z; ++k) list_pos += zones_[k].size();
+    zone.erase(zone.begin() + static_cast<std::ptrdiff_t>(pos));
+    if (zone.empty()) {
+      zones_.erase(zones_.begin() + static_cast<std::ptrdiff_t>(z));
+      IndexZones();
+    }
+    InterleaveZones();
+    Node old = std::exchange(live_->nodes[i], Node{});
+    ChangeRow(i, old);
+    removed_rows_.emplace(i, name);
+    if (Logging()) {
+      auto undo = std::make_unique<state::Undo>();
+      undo->event = state::NodeEvent(state::EventType::kAdded, old);
+      undo->index = list_pos;
+      undo_.push_back(UndoEntry{UndoEntry::kRestoreNode, "", nullptr, 0, std::move(undo), i, static_cast<uint32_t>(z),
+                                static_cast<uint32_t>(pos)});
+      return absl::OkStatus();
+    }
+    // Rows of nodes that left cost every pass over all rows: dropped by a rebuild once they
+    // are as many as the nodes (amortized, a rebuild's cost per node).
+    if (removed_rows_.size() >= 64 && 2 * removed_rows_.size() >= live_->nodes.size()) return Rebuild(NonPods(), false);
+    return absl::OkStatus();
+  }
+
+  // The undo of RemoveNode: `node` takes row i back, at its old place in the node tree
+  // (`zone`: its zone's place, made again when it was gone; `pos`: its place in the zone).
+  void ReviveNode(NodeIndex i, const Node& node, size_t zone, size_t pos) {
+    removed_rows_.erase(i);
+    Node blank = std::exchange(live_->nodes[i], node);
+    node_index_.emplace(node.meta.name, i);
+    if (zone_of_.count(ZoneKey(node))) {
+      std::vector<NodeIndex>& members = zones_[zone];
+      members.insert(members.begin() + static_cast<std::ptrdiff_t>(pos), i);
+    } else {
+      zones_.insert(zones_.begin() + static_cast<std::ptrdiff_t>(zone), std::vector<NodeIndex>{i});
+      IndexZones();
+    }
+    InterleaveZones();
+    ChangeRow(i, blank);
+  }
+
+  // Row i's Node object changed (from `old`): the snapshot and every profile's plugins.
+  void ChangeRow(NodeIndex i, const Node& old) {
+    snapshot_->UpdateNode(i, old);
+    for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().UpdateNode(i, old);
+    for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+  }
+
   // Node i changes in place: the snapshot, the reference and every plugin keep the same
   // Node object, now holding `node`.
   void UpdateNode(NodeIndex i, const Node& node) {
     Node old = live_->nodes[i];
     live_->nodes[i] = node;
-    if (!options_.reference) {
-      snapshot_->UpdateNode(i, old);
-      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().UpdateNode(i, old);
-      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
-    }
+    if (!options_.reference) ChangeRow(i, old);
     if (Logging()) {
       auto undo = std::make_unique<state::Undo>();
       undo->event = state::NodeEvent(state::EventType::kModified, old);
@@ -1051,20 +1143,24 @@ class CycleScheduler final : public Scheduler {
   // Applies a change of a kind other than Pod and builds every profile's state again over
   // the result (O(cluster)); `at` puts the object back at a position (an undo).
   absl::Status RebuildWith(const state::ClusterEvent& event, std::optional<size_t> at) {
-    ObjectSet next = NonPods(objects());
-    // Nodes that joined in place sit at the end; grouped by zone the list keeps the node
-    // tree's order and the events below keep it.
-    state::GroupNodesByZone(&next.nodes);
+    ObjectSet next = NonPods();
     state::Undo undo;
     KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, &next, &undo, at));
+    KPLACE_RETURN_IF_ERROR(Rebuild(std::move(next), /*storage_changed=*/!event.object.storage.empty()));
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::make_unique<state::Undo>(std::move(undo))});
+    return absl::OkStatus();
+  }
+
+  // Every profile's state built again over `next` (every object but pods) and the pods the
+  // scheduler holds, in their entry order.
+  absl::Status Rebuild(ObjectSet next, bool storage_changed) {
     std::vector<uint64_t> seqs;
     for (const LivePod* p : PodsInOrder()) {
       next.pods.push_back(*p->pod);
       seqs.push_back(p->seq);
     }
     // Storage changed: VolumeBinding's assumptions were made against the old objects.
-    const bool storage = !event.object.storage.empty();
-    std::shared_ptr<plugins::volume::VolumeAssumeCache> keep = storage ? nullptr : AssumeCache();
+    std::shared_ptr<plugins::volume::VolumeAssumeCache> keep = storage_changed ? nullptr : AssumeCache();
     evaluators_.clear();
     batches_.clear();
     snapshot_.reset();
@@ -1080,9 +1176,8 @@ class CycleScheduler final : public Scheduler {
     } else {
       carried_assume_ = keep;  // null: the snapshot starts a new one
     }
-    KPLACE_RETURN_IF_ERROR(Build(*live_, seqs));
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::make_unique<state::Undo>(std::move(undo))});
-    return absl::OkStatus();
+    removed_rows_.clear();
+    return Build(*live_, seqs);
   }
 
   void RestartBatch(size_t e) {
@@ -1156,6 +1251,7 @@ class CycleScheduler final : public Scheduler {
   std::vector<std::vector<int32_t>> zones_;  // the node tree: zones in order, nodes in each
   std::unordered_map<std::string, size_t> zone_of_;  // zone key -> index in zones_
   std::unordered_map<std::string, NodeIndex> node_index_;
+  std::unordered_map<NodeIndex, std::string> removed_rows_;  // rows of nodes that left, their names
   int32_t next_start_ = 0;
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
   std::vector<std::unique_ptr<ReferenceEvaluator>> dry_;  // per profile: the dry run's plugins

@@ -78,6 +78,13 @@ NodeIndex Snapshot::AddNode(const Node* node) {
 }
 
 void Snapshot::UpdateNode(NodeIndex i, const Node& old) {
+  const std::string& name = nodes_[i]->meta.name;
+  if (name != old.meta.name) {
+    if (!old.meta.name.empty()) node_index_.erase(old.meta.name);
+    if (!name.empty()) node_index_.emplace(name, i);
+    removed_ += (name.empty() ? 1 : 0) - (old.meta.name.empty() ? 1 : 0);
+    node_name_ids_[i] = strings_.Intern(name);
+  }
   const Labels& now = nodes_[i]->meta.labels;
   // Keys the node no longer has, then the keys it has now.
   for (const auto& [key, value] : old.meta.labels) {

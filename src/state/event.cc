@@ -1,7 +1,6 @@
 #include "kplace/state/event.h"
 
 #include <algorithm>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -253,19 +252,6 @@ absl::Status ApplyToObjects(const ClusterEvent& event, ObjectSet* objects, Undo*
     return ApplyIn(event, &objects->priority_classes, o.priority_classes[0], false, undo, at, &ObjectSet::priority_classes);
   }
   return absl::InvalidArgumentError(StrCat(event.where, ": ", event.kind, ": not applied to the object set (pods are the scheduler's)"));
-}
-
-void GroupNodesByZone(std::vector<Node>* nodes) {
-  std::unordered_map<std::string, size_t> rank;
-  std::vector<size_t> zone_of(nodes->size());
-  for (size_t i = 0; i < nodes->size(); ++i) zone_of[i] = rank.emplace(cycle::ZoneKey((*nodes)[i]), rank.size()).first->second;
-  std::vector<size_t> idx(nodes->size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return zone_of[a] < zone_of[b]; });
-  std::vector<Node> out;
-  out.reserve(nodes->size());
-  for (size_t i : idx) out.push_back(std::move((*nodes)[i]));
-  *nodes = std::move(out);
 }
 
 }  // namespace kplace::state

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -273,16 +274,59 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       if (step % sample != 0 && r != 39) continue;
       std::vector<Pod> probes;
       for (int shape = 0; shape < 10; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
+      // What-if events inside the transaction: nodes leave (with their pods), join and
+      // change, bound pods go.
+      std::vector<ClusterEvent> what_if;
+      std::vector<Node> staying = alive;
+      for (int k = g.Pick(4); k > 0; --k) {
+        const int kind = g.Pick(5);
+        if (kind == 0 && staying.size() > 2) {
+          size_t at = static_cast<size_t>(g.Pick(static_cast<int>(staying.size())));
+          what_if.push_back(NodeEvent(EventType::kDeleted, staying[at]));
+          staying.erase(staying.begin() + static_cast<std::ptrdiff_t>(at));
+        } else if (kind == 1) {
+          staying.push_back(g.NewNode());
+          what_if.push_back(NodeEvent(EventType::kAdded, staying.back()));
+        } else if ((kind == 2 || kind == 3) && !staying.empty()) {
+          Node& n = staying[g.Pick(static_cast<int>(staying.size()))];
+          if (kind == 2) {
+            n.taints = g.Pick(2) ? std::vector<Taint>{} : std::vector<Taint>{Taint{"node.kubernetes.io/not-ready", "", "NoSchedule"}};
+          } else {
+            n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));  // a rebuild on the engine
+          }
+          what_if.push_back(NodeEvent(EventType::kModified, n));
+        } else if (!bound.empty()) {
+          const std::string key = bound[g.Pick(static_cast<int>(bound.size()))];
+          Pod gone;
+          gone.meta.namespace_ = key.substr(0, key.find('/'));
+          gone.meta.name = key.substr(key.find('/') + 1);
+          gone.node_name = "somewhere";
+          what_if.push_back(PodEvent(EventType::kDeleted, gone));
+        }
+      }
+      auto names = [](const ObjectSet& o) {
+        std::vector<std::string> out;
+        for (const Node& n : o.nodes) out.push_back(n.meta.name);
+        for (const Pod& p : o.pods) out.push_back(ObjectKey(p.meta) + "@" + p.node_name);
+        return out;
+      };
       for (int side = 0; side < 3; ++side) {
         Options o;
         o.reference = side == 0;
         o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+        const ObjectSet before = live[side]->Objects();
+        const int32_t start = live[side]->next_start_index();
+        ASSERT_TRUE(live[side]->Begin().ok());
+        std::set<std::string> deleted;
+        for (const ClusterEvent& e : what_if) {
+          if (e.kind == "Pod" && !deleted.insert(e.Key()).second) continue;  // picked twice
+          absl::Status st = live[side]->Apply(e);
+          ASSERT_TRUE(st.ok()) << what << " what-if on " << kSide[side] << ": " << st;
+        }
         o.start_index = live[side]->next_start_index();
         ObjectSet objects = live[side]->Objects();
         auto fresh = Scheduler::Create(objects, config, o);
         ASSERT_TRUE(fresh.ok()) << fresh.status();
-        ASSERT_TRUE(live[side]->Begin().ok());
-        const int32_t start = live[side]->next_start_index();
         for (const Pod& probe : probes) {
           Placement a = live[side]->Schedule(probe), b = (*fresh)->Schedule(probe);
           ASSERT_EQ(Describe(a), Describe(b)) << what << " probe on " << kSide[side] << " against a fresh scheduler";
@@ -291,11 +335,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
         EXPECT_EQ(live[side]->next_start_index(), (*fresh)->next_start_index()) << what;
         ASSERT_TRUE(live[side]->Revert().ok());
         EXPECT_EQ(live[side]->next_start_index(), start) << what;
-        ObjectSet after = live[side]->Objects();
-        ASSERT_EQ(after.pods.size(), objects.pods.size()) << what << ": Revert left pods behind on " << kSide[side];
-        for (size_t k = 0; k < after.pods.size(); ++k) {
-          ASSERT_EQ(ObjectKey(after.pods[k].meta), ObjectKey(objects.pods[k].meta)) << what;
-        }
+        ASSERT_EQ(names(live[side]->Objects()), names(before)) << what << ": Revert did not restore " << kSide[side];
       }
     }
   }
@@ -336,6 +376,17 @@ TEST(LiveStateTest, DeletingABoundPodFreesItsNode) {
   }
 }
 
+// A per-pod scheduler over `cluster` that has taken one node change (the first builds its
+// live objects once; the next ones are in place).
+std::unique_ptr<Scheduler> Relabelled(const ObjectSet& cluster, bool reference) {
+  Options o;
+  o.reference = reference;
+  o.batch = 1;
+  auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+  if (!s.ok() || !(*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes.back())).ok()) return nullptr;
+  return std::move(*s);
+}
+
 // A node relabelled in place moves its pods between spread domains.
 TEST(LiveStateTest, NodeLabelChangeMovesSpreadDomains) {
   ObjectSet cluster;
@@ -359,17 +410,57 @@ TEST(LiveStateTest, NodeLabelChangeMovesSpreadDomains) {
     return p;
   };
   for (bool reference : {true, false}) {
+    std::unique_ptr<Scheduler> s = Relabelled(cluster, reference);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->Schedule(spread_pod("a")).node, "n3");  // hdd has none
+    Node n1 = cluster.nodes[0];
+    n1.meta.labels["disk"] = "hdd";  // now hdd {n1, n3} holds 3, ssd {n2} none
+    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    EXPECT_EQ(s->Schedule(spread_pod("b")).node, "n2") << (reference ? "reference" : "engine");
+  }
+}
+
+// A node without pods relabelled in place moves to another affinity domain (the engine
+// writes its domain rather than rebuilding).
+TEST(LiveStateTest, EmptyNodeLabelChangeMovesAffinityDomains) {
+  ObjectSet cluster;
+  for (const auto& [name, disk] : std::vector<std::pair<std::string, std::string>>{{"n1", "ssd"}, {"n2", "hdd"}, {"n3", "hdd"}}) {
+    cluster.nodes.push_back(MakeNode(name, {{"cpu", "8"}, {"pods", "20"}}, {{"kubernetes.io/hostname", name}, {"disk", disk}}));
+  }
+  Pod web = MakePod("web", {{"cpu", "100m"}}, "n1");
+  web.meta.labels = {{"app", "web"}};
+  cluster.pods.push_back(web);
+  auto near_web = [](const std::string& name) {
+    Pod p = MakePod(name, {{"cpu", "100m"}});
+    PodAffinityTerm term;
+    term.label_selector = LabelSelector{{{"app", "web"}}, {}};
+    term.topology_key = "disk";
+    p.affinity.emplace().pod_affinity.emplace().required.push_back(term);
+    return p;
+  };
+  for (bool reference : {true, false}) {
+    std::unique_ptr<Scheduler> s = Relabelled(cluster, reference);
+    ASSERT_TRUE(s);
+    Placement a = s->Schedule(near_web("a"));
+    EXPECT_EQ(a.node, "n1");
+    EXPECT_EQ(a.feasible, 1);
+    Node n2 = cluster.nodes[1];
+    n2.meta.labels["disk"] = "ssd";  // n2 (empty) joins n1's domain
+    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n2)).ok());
+    Node n3 = cluster.nodes[2];
+    n3.meta.labels["disk"] = "nvme";  // a value no node had
+    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n3)).ok());
+    Placement b = s->Schedule(near_web("b"));
+    EXPECT_EQ(b.feasible, 2) << (reference ? "reference" : "engine") << ": " << b.message;
+    const ObjectSet now = s->Objects();
     Options o;
     o.reference = reference;
     o.batch = 1;
-    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[2])).ok());  // the first change builds once
-    EXPECT_EQ((*s)->Schedule(spread_pod("a")).node, "n3");  // hdd has none
-    Node n1 = cluster.nodes[0];
-    n1.meta.labels["disk"] = "hdd";  // now hdd {n1, n3} holds 3, ssd {n2} none
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
-    EXPECT_EQ((*s)->Schedule(spread_pod("b")).node, "n2") << (reference ? "reference" : "engine");
+    auto fresh = Scheduler::Create(now, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    for (const std::string& name : {"c", "d"}) {
+      EXPECT_EQ(Describe(s->Schedule(near_web(name))), Describe((*fresh)->Schedule(near_web(name))));
+    }
   }
 }
 
@@ -648,8 +739,7 @@ TEST(EventTest, NodesKeepTheNodeTreeOrder) {
   auto node = [](const std::string& name, const std::string& zone) {
     return MakeNode(name, {}, {{"topology.kubernetes.io/zone", zone}});
   };
-  objects.nodes = {node("x", "y"), node("a", "q"), node("b", "y")};
-  GroupNodesByZone(&objects.nodes);  // y: x b; q: a
+  objects.nodes = {node("x", "y"), node("b", "y"), node("a", "q")};  // the tree's list: y: x b; q: a
   ASSERT_TRUE(ApplyToObjects(NodeEvent(EventType::kAdded, node("c", "y")), &objects).ok());
   // x leaves zone y for a new zone: zone y keeps its place ahead of q, as in upstream's tree.
   Undo undo;

@@ -19,6 +19,10 @@ std::string ZoneKey(const Node& node);
 /** Indices of `nodes` (given in insertion order) in node-tree list() order. */
 std::vector<int32_t> ZoneRoundRobinOrder(const std::vector<const Node*>& nodes);
 
+/** The entries of `order` (node indices in scan order) that are in `allowed` (sorted node
+ *  indices: a PreFilter's subset), in scan order. */
+std::vector<int32_t> RestrictedOrder(const std::vector<int32_t>& order, const std::vector<int32_t>& allowed);
+
 /** How many feasible nodes the filter pass looks for among `num_candidates`;
  *  `percentage` 0 is adaptive. */
 int32_t NumFeasibleNodesToFind(int32_t percentage, int32_t num_candidates);

@@ -54,7 +54,10 @@ class Snapshot {
   Snapshot(const ObjectSet& objects, FeatureGates gates,
            std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume = nullptr);
 
+  /** Rows: every node index, removed nodes' included. */
   int32_t num_nodes() const { return static_cast<int32_t>(nodes_.size()); }
+  /** Nodes in the cluster: rows less removed ones (what upstream's snapshot lists). */
+  int32_t num_live_nodes() const { return num_nodes() - removed_; }
   const Node& node(NodeIndex i) const { return *nodes_[i]; }
   const std::vector<const Pod*>& pods_on(NodeIndex i) const { return pods_on_node_[i]; }
   /** kNoId when no node has that name. */
@@ -79,8 +82,10 @@ class Snapshot {
   /** Records `pod` as bound to node `i` at position `pos` of its pods (a copy is kept),
    *  as Bind does at the end: a pod put back where it was (an undo). */
   const Pod& Restore(Pod pod, NodeIndex i, size_t pos);
-  /** Node i's object changed in place (the same Node, the same name): `old` is what it was.
-   *  Its label values are written into the label columns. */
+  /** Node i's object changed in place: `old` is what it was. Its label values are written
+   *  into the label columns. A node whose object is now nameless has left: its row stays
+   *  (every column keeps its length) with no labels, out of FindNode and num_live_nodes();
+   *  a nameless row given a name again comes back. */
   void UpdateNode(NodeIndex i, const Node& old);
   /** A node joins (no pods yet): it gets the next index, num_nodes() - 1 afterwards. `node`
    *  must outlive the snapshot. */
@@ -105,6 +110,7 @@ class Snapshot {
   };
   std::unordered_map<int32_t, LabelColumnData> label_columns_;  // key id -> column
   std::vector<int32_t> node_name_ids_;
+  int32_t removed_ = 0;  // nameless rows
   std::deque<Pod> bound_;  // copies Bind and Restore keep (stable addresses)
   std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume_;
 };

@@ -74,9 +74,4 @@ struct Undo {
 absl::Status ApplyToObjects(const ClusterEvent& event, ObjectSet* objects, Undo* undo = nullptr,
                             std::optional<size_t> at = std::nullopt);
 
-/** Reorders `nodes` so that nodes of one zone are contiguous, zones in the order they first
- *  appear: the same node-tree order (cycle::ZoneRoundRobinOrder) from a list that the
- *  events above can keep in that order. */
-void GroupNodesByZone(std::vector<Node>* nodes);
-
 }  // namespace kplace::state
