@@ -959,8 +959,10 @@ class CycleScheduler final : public Scheduler {
     return absl::OkStatus();
   }
 
-  // A change of a kind other than Pod. A node that keeps its name and zone is updated in
-  // place (its columns only); anything else rebuilds. `at`: a position to put an object
+  // A change of a kind other than Pod. On the engine a node that joins, leaves or changes
+  // within its zone is changed in place (its columns only), on the reference it joins or
+  // changes in place; Services, workloads, PodDisruptionBudgets and PriorityClasses change
+  // in place on both; anything else rebuilds. `at`: a position to put an object
   // back at (an undo).
   absl::Status ApplyObjects(const state::ClusterEvent& event, std::optional<size_t> at = std::nullopt) {
     if (live_ && !at && event.type == state::EventType::kAdded && !event.object.nodes.empty() &&
@@ -977,6 +979,15 @@ class CycleScheduler final : public Scheduler {
       auto it = node_index_.find(node.meta.name);
       if (it == node_index_.end()) return absl::NotFoundError(StrCat(event.where, ": Node ", node.meta.name, " not found (DELETED)"));
       return RemoveNode(it->second);
+    }
+    if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty())) {
+      // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
+      // plugin: changed in place; batched runs compiled against the old ones start again.
+      auto undo = std::make_unique<state::Undo>();
+      KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, live_.get(), undo.get(), at));
+      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+      if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+      return absl::OkStatus();
     }
     if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
       const Node& node = event.object.nodes[0];

@@ -192,9 +192,10 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
     }
   };
   int64_t placed_probes = 0;
+  std::set<std::string> services;  // the Services there now, by name
   for (int32_t step = 0; step < steps; ++step) {
     const std::string what = StrCat("seed ", seed, " step ", step);
-    const int r = g.Pick(40);
+    const int r = g.Pick(42);
     if (r < 10) {  // one pod
       schedule_all({g.NewPod("")}, what);
     } else if (r < 14) {  // a run of replicas
@@ -270,6 +271,20 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
           break;
       }
       apply_all(NodeEvent(EventType::kModified, n), what + " node update " + n.meta.name);
+    } else if (r >= 40) {  // a Service comes or goes: default spreading for the pods it selects
+      const std::string app = g.Pick(2) ? "web" : "batch";
+      const bool there = services.count(app) > 0;
+      auto e = ParseWatchEvent(StrCat(R"({"type":")", there ? "DELETED" : "ADDED",
+                                      R"(","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":")", app,
+                                      R"(","namespace":"default"},"spec":{"selector":{"app":")", app, R"("}}}})"),
+                               "service");
+      ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+      if (there) {
+        services.erase(app);
+      } else {
+        services.insert(app);
+      }
+      apply_all(**e, what + " service " + app);
     } else {  // compare with fresh schedulers, in a transaction that is then reverted
       if (step % sample != 0 && r != 39) continue;
       std::vector<Pod> probes;
@@ -461,6 +476,48 @@ TEST(LiveStateTest, EmptyNodeLabelChangeMovesAffinityDomains) {
     for (const std::string& name : {"c", "d"}) {
       EXPECT_EQ(Describe(s->Schedule(near_web(name))), Describe((*fresh)->Schedule(near_web(name))));
     }
+  }
+}
+
+// A Service that comes between two identical pods of a batched run gives the second one
+// default spreading, as a fresh scheduler gives it.
+TEST(LiveStateTest, ServiceChangeReachesABatchedRun) {
+  ObjectSet cluster;
+  for (const std::string zone : {"a", "b"}) {
+    cluster.nodes.push_back(MakeNode(StrCat("n", zone), {{"cpu", "8"}, {"pods", "20"}},
+                                     {{"kubernetes.io/hostname", StrCat("n", zone)}, {"topology.kubernetes.io/zone", zone}}));
+  }
+  for (int k = 0; k < 3; ++k) {
+    Pod p = MakePod(StrCat("old", k), {{"cpu", "100m"}}, "na");
+    p.meta.labels = {{"app", "web"}};
+    cluster.pods.push_back(p);
+  }
+  auto web = [](const std::string& name) {
+    Pod p = MakePod(name, {{"cpu", "100m"}});
+    p.meta.labels = {{"app", "web"}};
+    return p;
+  };
+  auto service = ParseWatchEvent(
+      R"({"type":"ADDED","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"web","namespace":"default"},"spec":{"selector":{"app":"web"}}}})",
+      "service");
+  ASSERT_TRUE(service.ok() && service->has_value()) << service.status();
+  Options o;
+  o.batch = cycle::kDefaultBatch;
+  auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // live objects, built once
+  auto without = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);  // the Service never comes
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_EQ(Describe((*s)->Schedule(web("a"))), Describe((*without)->Schedule(web("a"))));
+  ASSERT_TRUE((*s)->Apply(**service).ok());
+  ObjectSet expected = (*without)->Objects();
+  expected.workloads.push_back((*service)->object.workloads[0]);
+  auto fresh = Scheduler::Create(expected, DefaultSchedulerConfig(), o);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  for (const std::string& name : {"b", "c"}) {
+    const std::string got = Describe((*s)->Schedule(web(name)));
+    EXPECT_EQ(got, Describe((*fresh)->Schedule(web(name))));
+    EXPECT_NE(got, Describe((*without)->Schedule(web(name))));  // the spreading shows in the score
   }
 }
 
