@@ -10,12 +10,15 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <unordered_map>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
+#include "kplace/cycle/queue.h"
 #include "kplace/engine/plugin.h"
+#include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
 
 #ifdef KPLACE_HAVE_CUDA
@@ -73,12 +76,18 @@ SchedulerConfig BuiltDefaultConfig(engine::Backend backend, std::vector<std::str
 }
 
 struct Measured {
-  std::vector<cycle::Placement> placements;  // queue order
-  std::vector<double> end_seconds;           // per attempted pod, from the phase start
+  std::vector<cycle::Placement> placements;  // the measured pods', in the order first tried
+  std::vector<double> end_seconds;           // per placement: its last attempt, from the phase start
 };
 
-// Creates a scheduler over `cluster` and schedules `pods` in queue order, stopping after
-// `budget` seconds when positive.
+// What the measured phase holds besides its pods: pods the init phase left pending (queued
+// first, as they wait in upstream's queue), and cluster events, each to come after that
+// many measured pods have been queued (churn, pod deletions).
+struct Phase {
+  std::vector<Pod> carried;
+  std::vector<std::pair<int64_t, state::ClusterEvent>> events;
+};
+
 // CPU time of every thread of the process: on a shared machine wall time also counts the
 // time other processes held the cores.
 double ProcessCpuSeconds() {
@@ -87,9 +96,12 @@ double ProcessCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// Creates a scheduler over `cluster` and runs the phase through a scheduling queue: the
+// pods in queue order, the events where the phase puts them; stops after `budget` seconds
+// when positive.
 absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig& config, const cycle::Options& options,
-                                 const std::vector<Pod>& pods, double budget, double window, engine::Backend backend,
-                                 const BenchOptions& bench, RunStats* stats) {
+                                 const std::vector<Pod>& pods, const Phase& phase, double budget, double window,
+                                 engine::Backend backend, const BenchOptions& bench, RunStats* stats) {
   stats->peak_rss_reset = ResetPeakRss();
   int64_t heap0 = HeapBytesInUse();
   int64_t dev0 = DeviceBytesInUse(backend);
@@ -100,42 +112,59 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   stats->state_bytes = heap1 - heap0;
   if (dev0 >= 0) stats->device_bytes = DeviceBytesInUse(backend) - dev0;
 
-  Measured out;
-  out.placements.reserve(pods.size());
-  out.end_seconds.reserve(pods.size());
+  std::unordered_map<std::string, double> last_end;  // measured pod -> its last attempt
+  last_end.reserve(pods.size());
+  for (const Pod& p : pods) last_end.emplace(ObjectKey(p.meta), -1);
   std::vector<double> latencies, done;
   latencies.reserve(pods.size());
-  const size_t total = pods.size();
+  const int64_t total = static_cast<int64_t>(pods.size());
   const double cpu0 = ProcessCpuSeconds();
   auto start = Clock::now();
   auto last_report = start;
   auto t0 = start;
-  int64_t attempted = 0;
+  int64_t tried = 0;  // measured pods attempted at least once
   // One cycle per call; a preemptor's later attempts (after its victims are gone) count as
-  // cycles too, and the pod counts as scheduled when one of them places it.
-  std::vector<cycle::Placement> placements = scheduler->ScheduleAll(pods, [&](const cycle::Placement& p) {
+  // cycles too, and a measured pod counts as scheduled when one of them places it.
+  cycle::SchedulingQueue queue(scheduler.get(), [&](const cycle::Placement& p) {
     auto t1 = Clock::now();
     latencies.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     double at = Seconds(t1 - start);
-    out.end_seconds.push_back(at);
-    ++attempted;
-    if (!p.node.empty()) {
-      ++stats->scheduled;
-      done.push_back(at);
+    auto it = last_end.find(p.pod);
+    if (it != last_end.end()) {
+      tried += it->second < 0;
+      it->second = at;
+      if (!p.node.empty()) {
+        ++stats->scheduled;
+        done.push_back(at);
+      }
     }
     if (bench.progress && t1 - last_report > std::chrono::seconds(2)) {
-      bench.progress(stats->side, std::min<int64_t>(attempted, static_cast<int64_t>(total)), static_cast<int64_t>(total));
+      bench.progress(stats->side, std::min(tried, total), total);
       last_report = t1;
     }
     t0 = Clock::now();
-    if (budget > 0 && at > budget && attempted < static_cast<int64_t>(total)) {
+    if (budget > 0 && at > budget && tried < total) {
       stats->capped = true;
       return false;
     }
     return true;
   });
-  for (cycle::Placement& p : placements) {
-    if (p.attempts == 0) break;  // not tried before the budget ran out
+  for (const Pod& p : phase.carried) KPLACE_RETURN_IF_ERROR(queue.Add(p));
+  std::vector<size_t> order = cycle::QueueOrder(pods);
+  size_t next_event = 0;
+  for (size_t k = 0; k <= order.size() && !stats->capped; ++k) {
+    for (; next_event < phase.events.size() && phase.events[next_event].first <= static_cast<int64_t>(k) && !stats->capped;
+         ++next_event) {
+      KPLACE_RETURN_IF_ERROR(queue.Apply(phase.events[next_event].second));
+    }
+    if (k < order.size()) KPLACE_RETURN_IF_ERROR(queue.Add(pods[order[k]]));
+  }
+  if (!stats->capped) queue.Flush();
+  Measured out;
+  for (cycle::Placement& p : queue.Results()) {
+    auto it = last_end.find(p.pod);
+    if (it == last_end.end()) continue;  // churned or carried
+    out.end_seconds.push_back(it->second);
     out.placements.push_back(std::move(p));
   }
   stats->seconds = Seconds(Clock::now() - start);
@@ -159,6 +188,49 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   stats->p95_us = Perc(latencies, 95);
   stats->p99_us = Perc(latencies, 99);
   return out;
+}
+
+// Puts the workload's churn ticks and pod deletions among the measured pods: upstream runs
+// them on wall-clock timers while its measured pods schedule at about the throughput its CI
+// expects, so an event at time T comes after the measured pods that arrive before T at that
+// throughput (docs/benchmarks.md, "Churn").
+absl::Status PlaceEvents(const Workload& w, const std::vector<std::vector<Pod>>& init_pods, int64_t measured, Phase* phase) {
+  if (!w.churn && !w.delete_pods) return absl::OkStatus();
+  const Variant* v = w.FindVariant(w.variant);
+  const double throughput = v && v->threshold ? *v->threshold : w.throughput;
+  if (!(throughput > 0)) {
+    return absl::InvalidArgumentError(StrCat("workload ", w.name, ": churn and deletePods need a throughput (or the variant's threshold) to set their rate"));
+  }
+  // The measured pods that arrive before time t.
+  auto before = [&](double t) { return static_cast<int64_t>(std::ceil(t * throughput - 1e-9)); };
+  if (w.churn) {
+    for (int64_t tick = 1;; ++tick) {
+      const int64_t at = before(static_cast<double>(tick) * w.churn->interval_ms / 1000.0);
+      if (at >= measured) break;
+      KPLACE_ASSIGN_OR_RETURN(std::vector<state::ClusterEvent> events, ChurnEvents(*w.churn, tick));
+      for (state::ClusterEvent& e : events) phase->events.emplace_back(at, std::move(e));
+    }
+  }
+  if (w.delete_pods) {
+    const PodGroup& group = w.init[w.delete_pods->group];
+    const nlohmann::json meta = group.pod_template.contains("metadata") ? group.pod_template["metadata"] : nlohmann::json::object();
+    const bool finalizers = meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty();
+    const std::vector<Pod>& pods = init_pods[w.delete_pods->group];
+    for (size_t d = 0; d < pods.size(); ++d) {
+      const int64_t at = before(static_cast<double>(d + 1) / w.delete_pods->per_second);
+      if (at >= measured) break;
+      Pod p = pods[d];
+      state::EventType type = state::EventType::kDeleted;
+      if (finalizers) {  // the API server keeps it, marked
+        p.meta.deletion_timestamp = "1970-01-01T00:00:00Z";
+        type = state::EventType::kModified;
+      }
+      phase->events.emplace_back(at, state::PodEvent(type, p));
+    }
+  }
+  std::stable_sort(phase->events.begin(), phase->events.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -269,33 +341,41 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   engine_options.batch = options.batch;
   result.batch = options.batch;
   int64_t creation = 0;
+  Phase phase;
+  std::vector<std::vector<Pod>> init_pods(w.init.size());  // per group, bound where placed
   {
     auto start = Clock::now();
     for (size_t g = 0; g < w.init.size(); ++g) {
-      KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> init, BuildPods(w.init[g], StrCat("init", g), creation));
+      KPLACE_ASSIGN_OR_RETURN(init_pods[g], BuildPods(w.init[g], StrCat("init", g), creation));
       creation += w.init[g].count;
-      if (init.empty()) continue;
+      if (init_pods[g].empty()) continue;
       RunStats init_stats;
       init_stats.side = w.init.size() > 1 ? StrCat("init pods (group ", g + 1, "/", w.init.size(), ")") : "init pods";
-      KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(cluster, config, engine_options, init, 0, 1.0, options.backend,
-                                                       options, &init_stats));
-      std::vector<size_t> order = cycle::QueueOrder(init);
-      for (size_t k = 0; k < order.size(); ++k) {
+      KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(cluster, config, engine_options, init_pods[g], Phase{}, 0, 1.0,
+                                                       options.backend, options, &init_stats));
+      std::unordered_map<std::string, const std::string*> node_of;
+      for (const cycle::Placement& p : placed.placements) node_of[p.pod] = &p.node;
+      for (Pod& p : init_pods[g]) {
         ++result.init_pods;
-        if (placed.placements[k].node.empty()) continue;
+        auto it = node_of.find(ObjectKey(p.meta));
+        if (it == node_of.end() || it->second->empty()) {
+          phase.carried.push_back(p);  // still pending when the measured pods come
+          continue;
+        }
         ++result.init_scheduled;
-        Pod p = init[order[k]];
-        p.node_name = placed.placements[k].node;
-        cluster.pods.push_back(std::move(p));
+        p.node_name = *it->second;
+        cluster.pods.push_back(p);
       }
     }
     result.init_seconds = Seconds(Clock::now() - start);
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> measured, BuildPods(w.measured, "pod", creation));
+  KPLACE_RETURN_IF_ERROR(PlaceEvents(w, init_pods, static_cast<int64_t>(measured.size()), &phase));
+  result.churn_events = static_cast<int64_t>(phase.events.size());
 
   result.engine.side = StrCat("engine (", engine::BackendName(options.backend), ")");
   result.engine.backend = engine::BackendName(options.backend);
-  KPLACE_ASSIGN_OR_RETURN(Measured engine_run, Measure(cluster, config, engine_options, measured, 0,
+  KPLACE_ASSIGN_OR_RETURN(Measured engine_run, Measure(cluster, config, engine_options, measured, phase, 0,
                                                        options.window_seconds, options.backend, options, &result.engine));
   if (options.verify) {
     KPLACE_ASSIGN_OR_RETURN(cycle::BatchComparison c, cycle::CompareBatched(cluster, config, engine_options, measured));
@@ -311,7 +391,7 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
     result.reference.side = "reference";
     result.reference.backend = "reference";
     KPLACE_ASSIGN_OR_RETURN(Measured ref_run,
-                            Measure(cluster, config, ref_options, measured, options.reference_budget_seconds,
+                            Measure(cluster, config, ref_options, measured, phase, options.reference_budget_seconds,
                                     options.window_seconds, options.backend, options, &result.reference));
     result.reference.device_bytes = -1;
     result.compared = static_cast<int64_t>(ref_run.placements.size());

@@ -1,6 +1,8 @@
 #include "kplace/bench/workload.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <unordered_set>
 
 #include "kplace/common/status.h"
@@ -385,6 +387,85 @@ absl::Status DecodeObjects(const std::vector<json>& templates, const Vars& v, co
   return absl::OkStatus();
 }
 
+// A positive number at `field` of j.
+absl::StatusOr<double> Rate(const json& j, const char* key, std::string_view file, const std::string& field) {
+  if (!j.contains(key) || !j[key].is_number() || !(j[key].get<double>() > 0) || j[key].get<double>() > 1e9) {
+    return Bad(file, StrCat(field, ".", key), "expected a positive number");
+  }
+  return j[key].get<double>();
+}
+
+absl::StatusOr<Churn> DecodeChurn(const json& j, std::string_view file) {
+  if (!j.is_object()) return Bad(file, "churn", "expected an object {mode, number, intervalMilliseconds, namespace, templates}");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"mode", "number", "intervalMilliseconds", "namespace", "templates"}, file, "churn"));
+  Churn c;
+  const std::string mode = j.contains("mode") && j["mode"].is_string() ? j["mode"].get<std::string>() : "";
+  if (mode != "create" && mode != "recreate") return Bad(file, "churn.mode", "expected create or recreate");
+  c.recreate = mode == "recreate";
+  if (j.contains("number")) {
+    KPLACE_ASSIGN_OR_RETURN(c.number, Count(j["number"], file, "churn.number"));
+  }
+  if (c.recreate && c.number == 0) return Bad(file, "churn.number", "recreate needs at least 1 (objects alive at once)");
+  if (j.contains("intervalMilliseconds")) {
+    KPLACE_ASSIGN_OR_RETURN(c.interval_ms, Rate(j, "intervalMilliseconds", file, "churn"));
+  }
+  if (j.contains("namespace")) {
+    if (!j["namespace"].is_string() || j["namespace"].get<std::string>().empty()) {
+      return Bad(file, "churn.namespace", "expected a namespace name");
+    }
+    c.namespace_ = j["namespace"].get<std::string>();
+  }
+  if (!j.contains("templates")) return Bad(file, "churn.templates", "missing");
+  KPLACE_ASSIGN_OR_RETURN(c.templates, Objects(j["templates"], TemplateKind::kPod, file, "churn.templates"));
+  if (c.templates.empty()) return Bad(file, "churn.templates", "expected at least one object");
+  for (size_t i = 0; i < c.templates.size(); ++i) {
+    KPLACE_RETURN_IF_ERROR(CheckMeta(c.templates[i], file, StrCat("churn.templates[", i, "]")));
+    if (!c.templates[i].contains("kind") || !c.templates[i]["kind"].is_string()) {
+      return Bad(file, StrCat("churn.templates[", i, "].kind"), "expected the object's kind");
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<PodDeletion> DecodePodDeletion(const json& j, size_t init_groups, std::string_view file) {
+  if (!j.is_object()) return Bad(file, "deletePods", "expected an object {group, perSecond}");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"group", "perSecond"}, file, "deletePods"));
+  PodDeletion d;
+  if (j.contains("group")) {
+    KPLACE_ASSIGN_OR_RETURN(d.group, Count(j["group"], file, "deletePods.group"));
+  }
+  if (static_cast<size_t>(d.group) >= init_groups) {
+    return Bad(file, "deletePods.group", StrCat("no init group ", d.group, " (", init_groups, " given)"));
+  }
+  KPLACE_ASSIGN_OR_RETURN(d.per_second, Rate(j, "perSecond", file, "deletePods"));
+  return d;
+}
+
+// The object a churn template makes at `tick`: named, labelled (nodes) and placed in the
+// churn namespace (namespaced kinds).
+json ChurnObject(const Churn& c, const json& t, int64_t tick) {
+  Vars v;
+  v.index = tick;
+  v.namespace_ = c.namespace_;
+  json o = Substitute(t, v);
+  const std::string kind = o["kind"].get<std::string>();
+  std::string prefix = StrCat(kind, "-");
+  if (o.contains("metadata") && o["metadata"].contains("generateName") && o["metadata"]["generateName"].is_string()) {
+    prefix = o["metadata"]["generateName"].get<std::string>();
+    o["metadata"].erase("generateName");
+  }
+  for (char& ch : prefix) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string name = StrCat(prefix, tick);
+  o["metadata"]["name"] = name;
+  static const char* kClusterScoped[] = {"Node", "Namespace", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                                         "VolumeAttachment", "PriorityClass"};
+  if (std::none_of(std::begin(kClusterScoped), std::end(kClusterScoped), [&](const char* k) { return kind == k; })) {
+    o["metadata"]["namespace"] = c.namespace_;
+  }
+  if (kind == "Node") o["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+  return o;
+}
+
 // Decodes every template once (index 0) so that a bad one fails at load, naming its field.
 absl::Status CheckDecodes(const Workload& w, std::string_view file) {
   ObjectSet scratch;
@@ -414,10 +495,39 @@ absl::Status CheckDecodes(const Workload& w, std::string_view file) {
     return DecodeObjects(g.objects, v, StrCat(file, ": ", field), &scratch);
   };
   for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(check_group(w.init[g], StrCat("init[", g, "]")));
+  if (w.churn) {
+    for (size_t i = 0; i < w.churn->templates.size(); ++i) {
+      KPLACE_RETURN_IF_ERROR(
+          DecodeDocument(ChurnObject(*w.churn, w.churn->templates[i], 0), StrCat(file, ": churn.templates[", i, "]"), &scratch));
+    }
+  }
   return check_group(w.measured, "measured");
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<state::ClusterEvent>> ChurnEvents(const Churn& c, int64_t tick) {
+  std::vector<state::ClusterEvent> out;
+  // Upstream counts ticks from 0; a slot's turns alternate between making and deleting.
+  const int64_t count = tick - 1;
+  bool make = true;
+  int64_t made_at = count;
+  if (c.recreate) {
+    make = (count / c.number) % 2 == 0;
+    if (!make) made_at = count - c.number;
+  } else if (c.number > 0 && count >= c.number) {
+    return out;
+  }
+  for (size_t i = 0; i < c.templates.size(); ++i) {
+    const std::string where = StrCat("churn.templates[", i, "] tick ", tick);
+    ObjectSet objects;
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(ChurnObject(c, c.templates[i], made_at + 1), where, &objects));
+    KPLACE_ASSIGN_OR_RETURN(state::ClusterEvent e,
+                            state::MakeEvent(make ? state::EventType::kAdded : state::EventType::kDeleted, std::move(objects), where));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
 
 std::vector<std::string> PodGroup::Namespaces() const {
   if (namespace_prefix.empty()) return {namespace_};
@@ -440,7 +550,7 @@ const Variant* Workload::FindVariant(const std::string& n) const {
 absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view file) {
   if (!doc.is_object()) return Bad(file, "workload", "expected an object");
   KPLACE_RETURN_IF_ERROR(KnownFields(doc, {"name", "description", "nodes", "namespaces", "namespaceSets", "objects",
-                                           "init", "measured", "default", "variants"},
+                                           "init", "measured", "churn", "deletePods", "throughput", "default", "variants"},
                                      file, ""));
   Workload w;
   if (!doc.contains("name") || !doc["name"].is_string()) return Bad(file, "name", "expected a string");
@@ -503,6 +613,15 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   if (!doc.contains("measured")) return Bad(file, "measured", "missing");
   KPLACE_ASSIGN_OR_RETURN(w.measured, DecodeGroup(doc["measured"], file, "measured", !has_variants));
   KPLACE_RETURN_IF_ERROR(bind_set(w.measured, "measured"));
+  if (doc.contains("churn")) {
+    KPLACE_ASSIGN_OR_RETURN(w.churn, DecodeChurn(doc["churn"], file));
+  }
+  if (doc.contains("deletePods")) {
+    KPLACE_ASSIGN_OR_RETURN(w.delete_pods, DecodePodDeletion(doc["deletePods"], w.init.size(), file));
+  }
+  if (doc.contains("throughput")) {
+    KPLACE_ASSIGN_OR_RETURN(w.throughput, Rate(doc, "throughput", file, "workload"));
+  }
   if (has_variants) {
     if (!doc["variants"].is_array() || doc["variants"].empty()) return Bad(file, "variants", "expected a non-empty list");
     for (size_t i = 0; i < doc["variants"].size(); ++i) {

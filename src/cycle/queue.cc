@@ -9,27 +9,31 @@
 namespace kplace::cycle {
 
 absl::Status SchedulingQueue::Add(const Pod& pod, const std::string& where) {
-  const std::string key = ObjectKey(pod.meta);
-  const bool queued = std::any_of(active_.begin(), active_.end(), [&](const Pod& p) { return ObjectKey(p.meta) == key; });
-  if (queued || unschedulable_.count(key)) {
-    return absl::AlreadyExistsError(StrCat(where, where.empty() ? "" : ": ", "Pod ", key, " is already pending"));
-  }
+  std::string key = ObjectKey(pod.meta);
+  if (Pending(key)) return absl::AlreadyExistsError(StrCat(where, where.empty() ? "" : ": ", "Pod ", key, " is already pending"));
   active_.push_back(pod);
+  active_keys_.insert(std::move(key));
   return absl::OkStatus();
 }
 
+bool SchedulingQueue::Pending(const std::string& key) const {
+  return active_keys_.count(key) || unschedulable_.count(key) || gated_.count(key);
+}
+
 void SchedulingQueue::Forget(const std::string& key) {
-  active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Pod& p) { return ObjectKey(p.meta) == key; }),
-                active_.end());
+  if (active_keys_.erase(key)) {
+    active_.erase(std::remove_if(active_.begin(), active_.end(), [&](const Pod& p) { return ObjectKey(p.meta) == key; }),
+                  active_.end());
+  }
   unschedulable_.erase(key);
+  gated_.erase(key);
 }
 
 absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
   if (event.kind == "Pod") {
     const Pod& pod = event.object.pods[0];
     const std::string key = ObjectKey(pod.meta);
-    const bool pending_here = unschedulable_.count(key) ||
-                              std::any_of(active_.begin(), active_.end(), [&](const Pod& p) { return ObjectKey(p.meta) == key; });
+    const bool pending_here = Pending(key);
     if (pod.node_name.empty() && event.type != state::EventType::kDeleted) {
       if (event.type == state::EventType::kAdded && pending_here) {
         return absl::AlreadyExistsError(StrCat(event.where, ": Pod ", key, " is already pending"));
@@ -42,6 +46,7 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
       }
       Forget(key);
       active_.push_back(pod);
+      active_keys_.insert(key);
       return scheduler_->Apply(event);  // its nomination, if any
     }
     // A pending pod bound elsewhere or deleted leaves the queue; the cluster sees the change.
@@ -62,21 +67,32 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
 void SchedulingQueue::Requeue() {
   for (auto& [key, pod] : unschedulable_) {
     active_.push_back(std::move(pod));
+    active_keys_.insert(key);
     ++stats_.requeued;
   }
   unschedulable_.clear();
 }
 
-void SchedulingQueue::Flush() {
-  if (active_.empty()) return;
+bool SchedulingQueue::Flush() {
+  if (active_.empty()) return true;
   ++stats_.flushes;
   std::vector<Pod> batch = std::move(active_);
   active_.clear();
+  active_keys_.clear();
   std::vector<size_t> order = QueueOrder(batch);
-  std::vector<Placement> placed = scheduler_->ScheduleAll(batch);
+  bool stopped = false;
+  std::vector<Placement> placed = scheduler_->ScheduleAll(batch, [&](const Placement& p) {
+    stopped = each_ && !each_(p);
+    return !stopped;
+  });
   for (size_t q = 0; q < placed.size(); ++q) {
     Placement& p = placed[q];
     const Pod& pod = batch[order[q]];
+    if (p.attempts == 0) {  // not tried before `each` stopped the flush
+      active_.push_back(pod);
+      active_keys_.insert(p.pod);
+      continue;
+    }
     auto [it, fresh] = slot_.emplace(p.pod, results_.size());
     if (fresh) {
       results_.push_back(std::move(p));
@@ -85,8 +101,13 @@ void SchedulingQueue::Flush() {
       results_[it->second] = std::move(p);
     }
     const Placement& r = results_[slot_.at(ObjectKey(pod.meta))];
-    if (r.node.empty() && !r.other_scheduler) unschedulable_[ObjectKey(pod.meta)] = pod;
+    if (r.gated) {
+      gated_[ObjectKey(pod.meta)] = pod;
+    } else if (r.node.empty() && !r.other_scheduler) {
+      unschedulable_[ObjectKey(pod.meta)] = pod;
+    }
   }
+  return !stopped;
 }
 
 std::vector<Placement> SchedulingQueue::Results() const { return results_; }

@@ -613,6 +613,8 @@ absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where, bool stri
   KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](const json& st, const std::string& p) -> absl::Status {
     KPLACE_RETURN_IF_ERROR(r.Resources(st, "allocatable", p, &node.allocatable));
     KPLACE_RETURN_IF_ERROR(r.Resources(st, "capacity", p, &node.capacity));
+    // The API server's defaulting (SetDefaults_NodeStatus): no allocatable means capacity.
+    if (!st.contains("allocatable")) node.allocatable = node.capacity;
     return r.Array(st, "images", p, [&](const json& im, const std::string& ip) -> absl::Status {
       ContainerImage image;
       KPLACE_RETURN_IF_ERROR(r.StringList(im, "names", ip, &image.names));

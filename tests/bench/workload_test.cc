@@ -44,7 +44,11 @@ const std::vector<std::string> kUpstreamWorkloads = {
     "SchedulingCSIPVs",
     "SchedulingInTreePVs",
     "SchedulingMigratedInTreePVs",
-    "SchedulingSecrets"};
+    "SchedulingSecrets",
+    "SchedulingWithMixedChurn",
+    "Unschedulable",
+    "SchedulingDeletedPodsWithFinalizers",
+    "SchedulingWhileGated"};
 
 // Nodes beyond the size a variant is named for: SchedulingDaemonset adds its named node.
 int32_t ExtraNodes(const std::string& workload) { return workload == "SchedulingDaemonset" ? 1 : 0; }
@@ -63,8 +67,13 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->name, n);
-    // The default file size: 5000Nodes, or upstream's only 5000-node name.
-    EXPECT_EQ(w->variant, n == "SchedulingWithExtendedResource" ? "5000pods_5000nodes" : "5000Nodes");
+    if (n == "SchedulingWhileGated") {  // upstream's one node, at every size
+      EXPECT_EQ(w->num_nodes, 1);
+      continue;
+    }
+    // The default file size: 5000 nodes (named 5000Nodes where upstream's names say Nodes).
+    const bool named_by_nodes = w->FindVariant("5000Nodes") != nullptr;
+    if (named_by_nodes) EXPECT_EQ(w->variant, "5000Nodes");
     EXPECT_EQ(w->num_nodes, 5000 + ExtraNodes(n));
     EXPECT_GT(w->measured.count, 0);
     bool has_threshold = false;
@@ -75,7 +84,7 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
       if (nodes == 15000 && n == "SchedulingWithExtendedResource") continue;  // see its file
       Workload sized = *w;
       EXPECT_TRUE(SelectNodes(sized, nodes)) << nodes;
-      if (n != "SchedulingWithExtendedResource") EXPECT_EQ(sized.variant, StrCat(nodes, "Nodes"));
+      if (named_by_nodes) EXPECT_EQ(sized.variant, StrCat(nodes, "Nodes"));
       EXPECT_EQ(sized.num_nodes, nodes + ExtraNodes(n));
     }
   }
@@ -232,9 +241,13 @@ TEST(WorkloadTest, TinyRunsAreIdenticalOnEngineAndReference) {
     SCOPED_TRACE(n);
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok());
-    w->num_nodes = 50;
+    if (w->num_nodes > 1) w->num_nodes = 50;
     for (PodGroup& g : w->init) g.count = 20;
     w->measured.count = 20;
+    // Churn and deletions at a rate that puts them among 20 pods (the variant's own
+    // threshold goes with its name).
+    const bool events = w->churn || w->delete_pods;
+    w->throughput = 5;
     // One namespace per namespace set, so each init group holds 20 pods.
     for (NamespaceSet& s : w->namespace_sets) s.count = 1;
     for (PodGroup& g : w->init) g.namespace_count = 1;
@@ -248,6 +261,7 @@ TEST(WorkloadTest, TinyRunsAreIdenticalOnEngineAndReference) {
     EXPECT_GT(r->engine.scheduled, 0);
     EXPECT_EQ(r->engine.scheduled, r->reference.scheduled);
     EXPECT_EQ(r->init_pods, 20 * static_cast<int64_t>(w->init.size()));
+    EXPECT_EQ(r->churn_events > 0, events);
   }
 }
 

@@ -46,6 +46,7 @@ struct BenchResult {
   std::string workload, variant;
   int32_t nodes = 0;
   int64_t init_pods = 0, init_scheduled = 0;
+  int64_t churn_events = 0;  // churn and pod-deletion events among the measured pods
   double init_seconds = 0;  // placing the init pods on the engine
   std::vector<std::string> missing_plugins;  // default plugins not built on both sides
   std::vector<Variant> thresholds;           // the workload's variants with an upstream threshold

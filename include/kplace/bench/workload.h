@@ -27,6 +27,13 @@
 //                   with that prefix, `count` pods in each (namespaces in order)
 //     objects       per-pod object templates (e.g. a bound PV and PVC), one set per pod
 //   measured:       one pod group, as init
+//   churn:          scheduler_perf's churn op while the measured pods schedule
+//                   {mode: create|recreate, number, intervalMilliseconds, namespace, templates}
+//   deletePods:     scheduler_perf's deletePods op over an init group's pods
+//                   {group, perSecond}
+//   throughput:     pods/s that turn the two rates above into measured-pod counts (a
+//                   variant's threshold, when it has one, wins): upstream's wall-clock rate
+//                   relative to the throughput its CI expects
 //   default, variants: [{name, nodes, init, measured, namespaces, threshold, upstream}]
 //     nodes         a count, or a list of counts (one per node group)
 //     init          a count for every init group, or a list (one per init group)
@@ -46,6 +53,7 @@
 
 #include "absl/status/statusor.h"
 #include "kplace/model/objects.h"
+#include "kplace/state/event.h"
 
 namespace kplace::bench {
 
@@ -82,6 +90,27 @@ struct PodGroup {
   int64_t TotalPods() const;
 };
 
+/** scheduler_perf's churn op. Every interval each template makes an object named
+ *  <metadata.generateName or the kind>-<tick> (namespaced kinds in `namespace_`). Recreate
+ *  mode: each of `number` slots in turn alternates between making an object and deleting
+ *  the one it made (so the object made at tick t goes at tick t + number). Create mode:
+ *  `number` objects per template (0: one every tick). */
+struct Churn {
+  bool recreate = false;
+  int32_t number = 0;
+  double interval_ms = 500;
+  std::string namespace_ = "churn";
+  std::vector<nlohmann::json> templates;
+};
+
+/** scheduler_perf's deletePods op: init group `group`'s pods go one every 1/per_second s, in
+ *  creation order. A pod whose template has finalizers stays, marked for deletion (a
+ *  deletion timestamp), as the API server keeps it. */
+struct PodDeletion {
+  int32_t group = 0;
+  double per_second = 0;
+};
+
 /** One size of a workload, as upstream's `workloads:` entries. */
 struct Variant {
   std::string name;          // "5000Nodes"
@@ -105,6 +134,9 @@ struct Workload {
   std::vector<nlohmann::json> objects;     // extra cluster objects
   std::vector<PodGroup> init;
   PodGroup measured;
+  std::optional<Churn> churn;
+  std::optional<PodDeletion> delete_pods;
+  double throughput = 0;  // pods/s for the rates of churn and deletePods (0: none given)
   std::vector<Variant> variants;
   std::string variant;  // the applied variant's name, or a name derived from the counts
 
@@ -142,6 +174,10 @@ std::vector<int32_t> NodeGroupCounts(const Workload& w);
  *  decoder. InvalidArgument naming the workload and template on bad input, or when a
  *  group's namespace_count disagrees with its namespace set. */
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w);
+/** @brief The objects churn tick `tick` (1, 2, ...) makes and deletes, as watch events in
+ *  template order. InvalidArgument naming the template on bad input. */
+absl::StatusOr<std::vector<state::ClusterEvent>> ChurnEvents(const Churn& churn, int64_t tick);
+
 /** @brief The group's pods named <prefix>-<k> (k over the whole group, namespaces in
  *  order), creation times `first_creation + k`. A template without {{...}} is decoded
  *  once and stamped. InvalidArgument naming the template on bad input. */

@@ -3,7 +3,9 @@
 // the cluster between cycles, and pods that did not fit wait until an event could let
 // them fit (docs/live-state.md). Host-safe.
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,10 @@ struct QueueStats {
 
 class SchedulingQueue {
  public:
-  explicit SchedulingQueue(Scheduler* scheduler) : scheduler_(scheduler) {}
+  /** `each` (may be empty) sees every attempt as ScheduleAll's does; when it returns false
+   *  the flush stops there and the pods not tried stay queued. */
+  explicit SchedulingQueue(Scheduler* scheduler, std::function<bool(const Placement&)> each = {})
+      : scheduler_(scheduler), each_(std::move(each)) {}
 
   /** A pending pod joins the active queue (priority order is ScheduleAll's). */
   absl::Status Add(const Pod& pod, const std::string& where = "");
@@ -32,27 +37,33 @@ class SchedulingQueue {
    * gate removed, say), a deleted one leaves. Every other event first lets the active
    * queue be scheduled (the pods arrived before the change), then reaches the scheduler
    * (Scheduler::Apply) and moves every pod waiting as unschedulable back to the active
-   * queue: without queueing hints, any change may let a pod fit.
+   * queue: without queueing hints, any change may let a pod fit. Gated pods stay: only their
+   * own update can remove a gate (upstream's SchedulingGates hint).
    * @return the scheduler's error (nothing applied), or AlreadyExists for a pending pod
    * added twice.
    */
   absl::Status Apply(const state::ClusterEvent& event);
-  /** Schedules the active queue (Scheduler::ScheduleAll); pods that fit nowhere wait. */
-  void Flush();
+  /** Schedules the active queue (Scheduler::ScheduleAll); pods that fit nowhere wait.
+   *  Returns false when `each` stopped it. */
+  bool Flush();
 
   /** Each pod's last attempt, in the order the pods arrived; attempts summed over flushes. */
   std::vector<Placement> Results() const;
   /** Pods waiting as unschedulable (or gated) now. */
-  size_t waiting() const { return unschedulable_.size(); }
+  size_t waiting() const { return unschedulable_.size() + gated_.size(); }
   const QueueStats& stats() const { return stats_; }
 
  private:
   void Requeue();
   void Forget(const std::string& key);
+  bool Pending(const std::string& key) const;
 
   Scheduler* scheduler_;
+  std::function<bool(const Placement&)> each_;
   std::vector<Pod> active_;                     // arrival order; ScheduleAll sorts
-  std::map<std::string, Pod> unschedulable_;    // tried, did not fit (or gated), by key
+  std::set<std::string> active_keys_;
+  std::map<std::string, Pod> unschedulable_;    // tried, did not fit, by key
+  std::map<std::string, Pod> gated_;            // held by scheduling gates, by key
   std::map<std::string, size_t> slot_;          // key -> index in results_
   std::vector<Placement> results_;
   QueueStats stats_;
