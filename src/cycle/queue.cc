@@ -1,6 +1,7 @@
 #include "kplace/cycle/queue.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "kplace/common/strings.h"
@@ -49,6 +50,12 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
       active_keys_.insert(key);
       return scheduler_->Apply(event);  // its nomination, if any
     }
+    if (event.type == state::EventType::kDeleted && pod.node_name.empty() && pending_here && !scheduler_->Nomination(key)) {
+      // Without a nomination a pending pod is nothing other pods see: it just leaves.
+      Forget(key);
+      ++stats_.events;
+      return absl::OkStatus();
+    }
     // A pending pod bound elsewhere or deleted leaves the queue; the cluster sees the change.
     Flush();
     absl::Status s = scheduler_->Apply(event);
@@ -58,10 +65,21 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
     Flush();
     absl::Status s = scheduler_->Apply(event);
     if (!s.ok()) return s;
+    if (!RetriesPods(event.kind)) {
+      ++stats_.events;
+      return absl::OkStatus();
+    }
   }
   ++stats_.events;
   Requeue();
   return absl::OkStatus();
+}
+
+bool SchedulingQueue::RetriesPods(const std::string& kind) {
+  // No default plugin registers for these (EventsToRegister): upstream's queue moves no pod.
+  static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+                                        "PodDisruptionBudget", "PriorityClass"};
+  return std::none_of(std::begin(kUnregistered), std::end(kUnregistered), [&](const char* k) { return kind == k; });
 }
 
 void SchedulingQueue::Requeue() {

@@ -38,7 +38,9 @@ class SchedulingQueue {
    * queue be scheduled (the pods arrived before the change), then reaches the scheduler
    * (Scheduler::Apply) and moves every pod waiting as unschedulable back to the active
    * queue: without queueing hints, any change may let a pod fit. Gated pods stay: only their
-   * own update can remove a gate (upstream's SchedulingGates hint).
+   * own update can remove a gate (upstream's SchedulingGates hint). Kinds no default plugin
+   * registers for (Services, workloads, PodDisruptionBudgets, PriorityClasses) retry no pod,
+   * and a pending pod without a nomination that is deleted just leaves (no flush first).
    * @return the scheduler's error (nothing applied), or AlreadyExists for a pending pod
    * added twice.
    */
@@ -57,6 +59,7 @@ class SchedulingQueue {
   void Requeue();
   void Forget(const std::string& key);
   bool Pending(const std::string& key) const;
+  static bool RetriesPods(const std::string& kind);
 
   Scheduler* scheduler_;
   std::function<bool(const Placement&)> each_;

@@ -1,0 +1,115 @@
+#include "kplace/cycle/queue.h"
+
+#include <gtest/gtest.h>
+
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/model/decode.h"
+#include "tests/testing/differential.h"
+
+namespace kplace::cycle {
+namespace {
+
+using state::EventType;
+using state::NodeEvent;
+using state::PodEvent;
+using testing::MakeNode;
+using testing::MakePod;
+
+std::unique_ptr<Scheduler> OneSmallNode(ObjectSet* cluster) {
+  cluster->nodes.push_back(MakeNode("small", {{"cpu", "1"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "small"}}));
+  auto s = Scheduler::Create(*cluster, DefaultSchedulerConfig(), Options{});
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+state::ClusterEvent Service(EventType type) {
+  auto e = state::ParseWatchEvent(StrCat(R"({"type":")", type == EventType::kAdded ? "ADDED" : "DELETED",
+                                         R"(","object":{"kind":"Service","apiVersion":"v1","metadata":{"name":"s","namespace":"default"},"spec":{"selector":{"app":"x"}}}})"),
+                                  "test");
+  return std::move(**e);
+}
+
+// A pod that fits nowhere waits; a node that joins retries it; a Service retries nothing
+// (no default plugin registers for Services).
+TEST(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
+  ObjectSet cluster;
+  auto s = OneSmallNode(&cluster);
+  ASSERT_TRUE(s);
+  SchedulingQueue queue(s.get());
+  ASSERT_TRUE(queue.Add(MakePod("big", {{"cpu", "2"}})).ok());
+  queue.Flush();
+  EXPECT_EQ(queue.waiting(), 1u);
+  ASSERT_TRUE(queue.Apply(Service(EventType::kAdded)).ok());
+  EXPECT_EQ(queue.stats().requeued, 0);
+  queue.Flush();
+  EXPECT_EQ(queue.Results()[0].attempts, 1);
+  ASSERT_TRUE(queue.Apply(NodeEvent(EventType::kAdded, MakeNode("large", {{"cpu", "4"}, {"pods", "10"}}))).ok());
+  EXPECT_EQ(queue.stats().requeued, 1);
+  queue.Flush();
+  ASSERT_EQ(queue.Results().size(), 1u);
+  EXPECT_EQ(queue.Results()[0].node, "large");
+  EXPECT_EQ(queue.Results()[0].attempts, 2);
+  EXPECT_EQ(queue.waiting(), 0u);
+}
+
+// A gated pod waits through cluster events; its own update lifting the gate schedules it.
+TEST(SchedulingQueueTest, GatedPodsWaitForTheirOwnUpdate) {
+  ObjectSet cluster;
+  auto s = OneSmallNode(&cluster);
+  ASSERT_TRUE(s);
+  SchedulingQueue queue(s.get());
+  Pod gated = MakePod("gated", {{"cpu", "100m"}});
+  gated.scheduling_gates = {"example.com/hold"};
+  ASSERT_TRUE(queue.Add(gated).ok());
+  queue.Flush();
+  ASSERT_TRUE(queue.Results()[0].gated);
+  ASSERT_TRUE(queue.Apply(NodeEvent(EventType::kAdded, MakeNode("other", {{"cpu", "4"}, {"pods", "10"}}))).ok());
+  EXPECT_EQ(queue.stats().requeued, 0);
+  EXPECT_EQ(queue.waiting(), 1u);
+  Pod lifted = gated;
+  lifted.scheduling_gates.clear();
+  ASSERT_TRUE(queue.Apply(PodEvent(EventType::kModified, lifted)).ok());
+  queue.Flush();
+  EXPECT_FALSE(queue.Results()[0].node.empty());
+  EXPECT_EQ(queue.waiting(), 0u);
+}
+
+// A pending pod without a nomination that is deleted leaves without a flush: the pods
+// queued before it are scheduled later, together.
+TEST(SchedulingQueueTest, DeletedPendingPodJustLeaves) {
+  ObjectSet cluster;
+  auto s = OneSmallNode(&cluster);
+  ASSERT_TRUE(s);
+  SchedulingQueue queue(s.get());
+  ASSERT_TRUE(queue.Add(MakePod("a", {{"cpu", "100m"}})).ok());
+  ASSERT_TRUE(queue.Add(MakePod("b", {{"cpu", "100m"}})).ok());
+  ASSERT_TRUE(queue.Apply(PodEvent(EventType::kDeleted, MakePod("b", {{"cpu", "100m"}}))).ok());
+  EXPECT_EQ(queue.stats().flushes, 0);
+  queue.Flush();
+  ASSERT_EQ(queue.Results().size(), 1u);
+  EXPECT_EQ(queue.Results()[0].pod, "default/a");
+}
+
+// `each` stops a flush; the pods not tried stay queued and the next flush takes them.
+TEST(SchedulingQueueTest, StoppedFlushKeepsUntriedPods) {
+  ObjectSet cluster;
+  auto s = OneSmallNode(&cluster);
+  ASSERT_TRUE(s);
+  int seen = 0;
+  bool stop = true;
+  SchedulingQueue queue(s.get(), [&](const Placement&) {
+    ++seen;
+    return !stop;
+  });
+  for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(queue.Add(MakePod(name, {{"cpu", "100m"}})).ok());
+  EXPECT_FALSE(queue.Flush());
+  EXPECT_EQ(queue.Results().size(), 1u);
+  stop = false;
+  EXPECT_TRUE(queue.Flush());
+  EXPECT_EQ(seen, 3);
+  ASSERT_EQ(queue.Results().size(), 3u);
+  for (const Placement& p : queue.Results()) EXPECT_EQ(p.node, "small");
+}
+
+}  // namespace
+}  // namespace kplace::cycle
