@@ -8,6 +8,17 @@
 #include "kplace/model/decode.h"
 
 namespace kplace::cycle {
+namespace {
+
+// Whether an event of `kind` may retry waiting pods: no default plugin registers for the
+// kinds below (EventsToRegister), so upstream's queue moves no pod on them.
+bool RetriesPods(const std::string& kind) {
+  static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+                                        "PodDisruptionBudget", "PriorityClass"};
+  return std::none_of(std::begin(kUnregistered), std::end(kUnregistered), [&](const char* k) { return kind == k; });
+}
+
+}  // namespace
 
 absl::Status SchedulingQueue::Add(const Pod& pod, const std::string& where) {
   std::string key = ObjectKey(pod.meta);
@@ -75,12 +86,7 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
   return absl::OkStatus();
 }
 
-bool SchedulingQueue::RetriesPods(const std::string& kind) {
-  // No default plugin registers for these (EventsToRegister): upstream's queue moves no pod.
-  static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-                                        "PodDisruptionBudget", "PriorityClass"};
-  return std::none_of(std::begin(kUnregistered), std::end(kUnregistered), [&](const char* k) { return kind == k; });
-}
+
 
 void SchedulingQueue::Requeue() {
   for (auto& [key, pod] : unschedulable_) {

@@ -975,10 +975,8 @@ class CycleScheduler final : public Scheduler {
       return absl::OkStatus();
     }
     if (live_ && !options_.reference && event.type == state::EventType::kDeleted && !event.object.nodes.empty()) {
-      const Node& node = event.object.nodes[0];
-      auto it = node_index_.find(node.meta.name);
-      if (it == node_index_.end()) return absl::NotFoundError(StrCat(event.where, ": Node ", node.meta.name, " not found (DELETED)"));
-      return RemoveNode(it->second);
+      auto it = node_index_.find(event.object.nodes[0].meta.name);
+      if (it != node_index_.end()) return RemoveNode(it->second);  // else the object set's NotFound below
     }
     if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty())) {
       // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
@@ -1056,7 +1054,13 @@ class CycleScheduler final : public Scheduler {
       if (p.node == engine::kNoId && p.pod->node_name == node.meta.name) back.emplace_back(p.seq, key);
     }
     std::sort(back.begin(), back.end());
-    for (const auto& [seq, key] : back) {
+    Reseat(back);
+  }
+
+  // Takes each pod (entry number, key) out and puts it back with its number: it lands where
+  // its node name now leads (a node, or waiting for one).
+  void Reseat(const std::vector<std::pair<uint64_t, std::string>>& pods) {
+    for (const auto& [seq, key] : pods) {
       Pod pod = *pods_.at(key).pod;
       RemovePod(key);
       AddPod(std::move(pod), seq);
@@ -1080,11 +1084,7 @@ class CycleScheduler final : public Scheduler {
       std::string key = ObjectKey(p->meta);
       on.emplace_back(pods_.at(key).seq, std::move(key));
     }
-    for (const auto& [seq, key] : on) {
-      Pod pod = *pods_.at(key).pod;
-      RemovePod(key);  // counted out while the node still has its labels
-      AddPod(std::move(pod), seq);
-    }
+    Reseat(on);  // counted out while the node still has its labels
     const size_t z = zone_of_.at(ZoneKey(live_->nodes[i]));
     std::vector<NodeIndex>& zone = zones_[z];
     const size_t pos = static_cast<size_t>(std::find(zone.begin(), zone.end(), i) - zone.begin());

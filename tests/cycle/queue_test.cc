@@ -16,11 +16,18 @@ using state::PodEvent;
 using testing::MakeNode;
 using testing::MakePod;
 
-std::unique_ptr<Scheduler> OneSmallNode(ObjectSet* cluster) {
-  cluster->nodes.push_back(MakeNode("small", {{"cpu", "1"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "small"}}));
-  auto s = Scheduler::Create(*cluster, DefaultSchedulerConfig(), Options{});
-  return s.ok() ? std::move(*s) : nullptr;
-}
+// One node with room for 1 CPU, and a scheduler over it.
+class SchedulingQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_.nodes.push_back(MakeNode("small", {{"cpu", "1"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "small"}}));
+    auto s = Scheduler::Create(cluster_, DefaultSchedulerConfig(), Options{});
+    ASSERT_TRUE(s.ok()) << s.status();
+    scheduler_ = std::move(*s);
+  }
+  ObjectSet cluster_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
 
 state::ClusterEvent Service(EventType type) {
   auto e = state::ParseWatchEvent(StrCat(R"({"type":")", type == EventType::kAdded ? "ADDED" : "DELETED",
@@ -31,11 +38,8 @@ state::ClusterEvent Service(EventType type) {
 
 // A pod that fits nowhere waits; a node that joins retries it; a Service retries nothing
 // (no default plugin registers for Services).
-TEST(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
-  ObjectSet cluster;
-  auto s = OneSmallNode(&cluster);
-  ASSERT_TRUE(s);
-  SchedulingQueue queue(s.get());
+TEST_F(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
+  SchedulingQueue queue(scheduler_.get());
   ASSERT_TRUE(queue.Add(MakePod("big", {{"cpu", "2"}})).ok());
   queue.Flush();
   EXPECT_EQ(queue.waiting(), 1u);
@@ -53,11 +57,8 @@ TEST(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
 }
 
 // A gated pod waits through cluster events; its own update lifting the gate schedules it.
-TEST(SchedulingQueueTest, GatedPodsWaitForTheirOwnUpdate) {
-  ObjectSet cluster;
-  auto s = OneSmallNode(&cluster);
-  ASSERT_TRUE(s);
-  SchedulingQueue queue(s.get());
+TEST_F(SchedulingQueueTest, GatedPodsWaitForTheirOwnUpdate) {
+  SchedulingQueue queue(scheduler_.get());
   Pod gated = MakePod("gated", {{"cpu", "100m"}});
   gated.scheduling_gates = {"example.com/hold"};
   ASSERT_TRUE(queue.Add(gated).ok());
@@ -76,11 +77,8 @@ TEST(SchedulingQueueTest, GatedPodsWaitForTheirOwnUpdate) {
 
 // A pending pod without a nomination that is deleted leaves without a flush: the pods
 // queued before it are scheduled later, together.
-TEST(SchedulingQueueTest, DeletedPendingPodJustLeaves) {
-  ObjectSet cluster;
-  auto s = OneSmallNode(&cluster);
-  ASSERT_TRUE(s);
-  SchedulingQueue queue(s.get());
+TEST_F(SchedulingQueueTest, DeletedPendingPodJustLeaves) {
+  SchedulingQueue queue(scheduler_.get());
   ASSERT_TRUE(queue.Add(MakePod("a", {{"cpu", "100m"}})).ok());
   ASSERT_TRUE(queue.Add(MakePod("b", {{"cpu", "100m"}})).ok());
   ASSERT_TRUE(queue.Apply(PodEvent(EventType::kDeleted, MakePod("b", {{"cpu", "100m"}}))).ok());
@@ -91,13 +89,10 @@ TEST(SchedulingQueueTest, DeletedPendingPodJustLeaves) {
 }
 
 // `each` stops a flush; the pods not tried stay queued and the next flush takes them.
-TEST(SchedulingQueueTest, StoppedFlushKeepsUntriedPods) {
-  ObjectSet cluster;
-  auto s = OneSmallNode(&cluster);
-  ASSERT_TRUE(s);
+TEST_F(SchedulingQueueTest, StoppedFlushKeepsUntriedPods) {
   int seen = 0;
   bool stop = true;
-  SchedulingQueue queue(s.get(), [&](const Placement&) {
+  SchedulingQueue queue(scheduler_.get(), [&](const Placement&) {
     ++seen;
     return !stop;
   });

@@ -59,7 +59,6 @@ class SchedulingQueue {
   void Requeue();
   void Forget(const std::string& key);
   bool Pending(const std::string& key) const;
-  static bool RetriesPods(const std::string& kind);
 
   Scheduler* scheduler_;
   std::function<bool(const Placement&)> each_;
