@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"explain", "schedule and explain each decision per node and plugin", RunExplain},
     {"gen", "write a synthetic cluster as Kubernetes JSON", RunGen},
     {"conform", "run conformance cases on the engine or the reference", RunConform},
+    {"serve", "run the placement service (gRPC): Reset, Apply events, Schedule, Snapshot", RunServe},
 };
 
 void PrintUsage(FILE* out) {

@@ -6,4 +6,5 @@ int RunGen(int argc, char** argv);
 int RunConform(int argc, char** argv);
 int RunSchedule(int argc, char** argv);
 int RunExplain(int argc, char** argv);
+int RunServe(int argc, char** argv);
 }  // namespace kplace::cli

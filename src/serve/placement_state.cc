@@ -1,0 +1,252 @@
+#include "kplace/serve/placement_state.h"
+
+#include <utility>
+
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/model/decode.h"
+#include "kplace/state/event.h"
+
+namespace kplace::serve {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Field(const json& o, const char* a, const char* b) {
+  if (!o.contains(a) || !o[a].is_object() || !o[a].contains(b) || !o[a][b].is_string()) return "";
+  return o[a][b].get<std::string>();
+}
+
+// kind:namespace/name: one object, whatever its kind.
+std::string KeyOf(const json& o) {
+  const std::string kind = o.contains("kind") && o["kind"].is_string() ? o["kind"].get<std::string>() : "";
+  return StrCat(kind, ":", Field(o, "metadata", "namespace"), "/", Field(o, "metadata", "name"));
+}
+
+std::string PodKey(const json& o) {
+  const std::string ns = Field(o, "metadata", "namespace");
+  return StrCat(ns.empty() ? "default" : ns, "/", Field(o, "metadata", "name"));
+}
+
+bool IsPod(const json& o) { return o.contains("kind") && o["kind"] == "Pod"; }
+
+// The objects of `text` one by one (Lists opened), each with its place for errors.
+absl::StatusOr<std::vector<std::pair<json, std::string>>> Items(std::string_view text, const std::string& what) {
+  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, what));
+  std::vector<std::pair<json, std::string>> out;
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const json& doc = docs[d];
+    if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
+      for (size_t i = 0; i < doc["items"].size(); ++i) out.emplace_back(doc["items"][i], StrCat(what, ": items[", i, "]"));
+    } else if (!doc.is_null()) {
+      out.emplace_back(doc, docs.size() == 1 ? what : StrCat(what, ": document ", d + 1));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status PlacementState::Check(std::optional<uint64_t> expected) const {
+  if (!scheduler_) return absl::FailedPreconditionError("no cluster yet: call Reset first");
+  if (expected && *expected != revision_) {
+    return absl::FailedPreconditionError(StrCat("expected revision ", *expected, ", the state is at ", revision_));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std::string_view config_text) {
+  SchedulerConfig config = DefaultSchedulerConfig();
+  if (!config_text.empty()) {
+    KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(config_text, "config"));
+    if (docs.size() != 1) return absl::InvalidArgumentError(StrCat("config: expected one KubeSchedulerConfiguration, got ", docs.size(), " documents"));
+    KPLACE_ASSIGN_OR_RETURN(config, DecodeSchedulerConfig(docs[0], "config"));
+  }
+  KPLACE_ASSIGN_OR_RETURN(auto items, Items(objects, "objects"));
+  auto cluster = std::make_unique<ObjectSet>();
+  std::vector<std::string> order;
+  std::map<std::string, json> kept, pods;
+  std::set<std::string> pending;
+  SkippedKinds skipped;
+  for (const auto& [item, where] : items) {
+    int64_t before = 0;
+    for (const auto& [kind, n] : skipped) before += n;
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, cluster.get(), &skipped));
+    int64_t after = 0;
+    for (const auto& [kind, n] : skipped) after += n;
+    if (after != before) continue;  // a kind scheduling does not read
+    if (IsPod(item)) {
+      pods[PodKey(item)] = item;
+    } else if (kept.emplace(KeyOf(item), item).second) {
+      order.push_back(KeyOf(item));
+    }
+  }
+  // Pods without a node are the cluster's pending pods: kept for Snapshot, not scheduled.
+  std::vector<Pod> bound;
+  for (Pod& p : cluster->pods) {
+    if (p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed") {
+      pending.insert(ObjectKey(p.meta));
+    } else {
+      bound.push_back(std::move(p));
+    }
+  }
+  cluster->pods = std::move(bound);
+  KPLACE_RETURN_IF_ERROR(ResolvePriorities(*cluster, &cluster->pods, "objects"));
+  KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(*cluster, config, options_));
+  ResetResult out;
+  out.nodes = static_cast<int32_t>(cluster->nodes.size());
+  out.bound_pods = static_cast<int32_t>(cluster->pods.size());
+  out.pending_pods = static_cast<int32_t>(pending.size());
+  scheduler_.reset();
+  cluster_ = std::move(cluster);
+  scheduler_ = std::move(scheduler);
+  config_ = std::move(config);
+  order_ = std::move(order);
+  objects_ = std::move(kept);
+  pods_ = std::move(pods);
+  pending_ = std::move(pending);
+  classes_.priority_classes = cluster_->priority_classes;
+  out.revision = ++revision_;
+  return out;
+}
+
+absl::Status PlacementState::ApplyOne(const std::string& text, const std::string& where, std::vector<MirrorUndo>* undo) {
+  KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> parsed, state::ParseWatchEvent(text, where));
+  if (!parsed) return absl::OkStatus();  // BOOKMARK
+  state::ClusterEvent& e = *parsed;
+  if (e.kind == "Pod") {
+    KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &e.object.pods, where));
+  } else if (e.kind == "PriorityClass") {
+    KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(e, &classes_));
+  }
+  KPLACE_RETURN_IF_ERROR(scheduler_->Apply(e));
+  const json object = json::parse(text)["object"];  // ParseWatchEvent read it already
+  const bool deleted = e.type == state::EventType::kDeleted;
+  if (IsPod(object)) {
+    const std::string key = PodKey(object);
+    auto it = pods_.find(key);
+    undo->push_back(MirrorUndo{key, it == pods_.end() ? std::nullopt : std::optional<json>(it->second), true, pending_.count(key) > 0});
+    pending_.erase(key);
+    if (deleted) {
+      pods_.erase(key);
+    } else {
+      pods_[key] = object;
+      if (e.object.pods[0].node_name.empty()) pending_.insert(key);
+    }
+    return absl::OkStatus();
+  }
+  const std::string key = KeyOf(object);
+  auto it = objects_.find(key);
+  undo->push_back(MirrorUndo{key, it == objects_.end() ? std::nullopt : std::optional<json>(it->second), false, false});
+  if (deleted) {
+    objects_.erase(key);
+  } else {
+    if (it == objects_.end()) order_.push_back(key);
+    objects_[key] = object;
+  }
+  return absl::OkStatus();
+}
+
+void PlacementState::Rollback(std::vector<MirrorUndo>* undo) {
+  for (auto u = undo->rbegin(); u != undo->rend(); ++u) {
+    std::map<std::string, json>& into = u->pod ? pods_ : objects_;
+    if (u->before) {
+      into[u->key] = *u->before;
+    } else {
+      into.erase(u->key);
+    }
+    if (u->pod) {
+      if (u->was_pending) {
+        pending_.insert(u->key);
+      } else {
+        pending_.erase(u->key);
+      }
+    }
+  }
+}
+
+absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string>& events, std::optional<uint64_t> expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  std::vector<MirrorUndo> undo;
+  const ObjectSet classes = classes_;
+  const size_t order_size = order_.size();
+  for (size_t k = 0; k < events.size(); ++k) {
+    absl::Status s = ApplyOne(events[k], StrCat("events[", k, "]"), &undo);
+    if (!s.ok()) {
+      (void)scheduler_->Revert();
+      Rollback(&undo);
+      classes_ = classes;
+      order_.resize(order_size);
+      return absl::Status(s.code(), StrCat(s.message(), " (no event of this call was applied)"));
+    }
+  }
+  KPLACE_RETURN_IF_ERROR(scheduler_->Commit());
+  return ++revision_;
+}
+
+absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, std::optional<uint64_t> expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
+  ObjectSet decoded;
+  std::map<std::string, json> raw;
+  for (const auto& [item, where] : items) {
+    if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod"));
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &decoded));
+    const Pod& p = decoded.pods.back();
+    if (!p.node_name.empty()) {
+      return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", ObjectKey(p.meta), " is already bound to ", p.node_name));
+    }
+    if (!raw.emplace(ObjectKey(p.meta), item).second) {
+      return absl::InvalidArgumentError(StrCat(where, ": Pod ", ObjectKey(p.meta), " is given twice"));
+    }
+  }
+  KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &decoded.pods, "pods"));
+  ScheduleResult out;
+  if (dry_run) KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  out.placements = scheduler_->ScheduleAll(decoded.pods);
+  if (dry_run) {
+    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+    out.revision = revision_;
+    return out;
+  }
+  for (const cycle::Placement& p : out.placements) {
+    if (p.node.empty()) continue;
+    json pod = raw.at(p.pod);
+    pod["spec"]["nodeName"] = p.node;
+    pods_[p.pod] = std::move(pod);
+    pending_.erase(p.pod);
+  }
+  out.revision = ++revision_;
+  return out;
+}
+
+json PlacementState::Snapshot() const {
+  json items = json::array();
+  if (!scheduler_) return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+  const ObjectSet now = scheduler_->Objects();
+  for (const Node& n : now.nodes) {
+    auto it = objects_.find(StrCat("Node:/", n.meta.name));
+    if (it != objects_.end()) items.push_back(it->second);
+  }
+  std::set<std::string> seen;
+  for (const std::string& key : order_) {
+    if (key.rfind("Node:", 0) == 0 || !seen.insert(key).second) continue;
+    auto it = objects_.find(key);
+    if (it != objects_.end()) items.push_back(it->second);
+  }
+  for (const Pod& p : now.pods) {
+    auto it = pods_.find(ObjectKey(p.meta));
+    if (it == pods_.end()) continue;
+    json pod = it->second;
+    pod["spec"]["nodeName"] = p.node_name;
+    if (!p.meta.deletion_timestamp.empty() && !pod["metadata"].contains("deletionTimestamp")) {
+      pod["metadata"]["deletionTimestamp"] = p.meta.deletion_timestamp;
+    }
+    items.push_back(std::move(pod));
+  }
+  for (const std::string& key : pending_) items.push_back(pods_.at(key));
+  return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+}
+
+}  // namespace kplace::serve

@@ -1,0 +1,166 @@
+#include "kplace/serve/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "kplace/common/strings.h"
+#include "kplace/framework/types.h"
+#include "kplace/serve/placement_state.h"
+#include "kplace/v1/placement.grpc.pb.h"
+
+namespace kplace::serve {
+namespace {
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case absl::StatusCode::kOk:
+      return grpc::Status::OK;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+      code = grpc::StatusCode::INVALID_ARGUMENT;  // about the request's objects
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    default:
+      break;
+  }
+  return grpc::Status(code, std::string(s.message()));
+}
+
+std::optional<uint64_t> Expected(bool has, uint64_t value) { return has ? std::optional<uint64_t>(value) : std::nullopt; }
+
+// Every call holds the one lock: writes apply in revision order, reads see one revision.
+class PlacementService final : public v1::Placement::Service {
+ public:
+  explicit PlacementService(const cycle::Options& options) : state_(options) {}
+
+  grpc::Status Reset(grpc::ServerContext*, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = state_.Reset(req->objects(), req->config());
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(r->revision);
+    resp->set_nodes(r->nodes);
+    resp->set_bound_pods(r->bound_pods);
+    resp->set_pending_pods(r->pending_pods);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest* req, v1::ApplyResponse* resp) override {
+    return ApplyEvents({req->events().begin(), req->events().end()},
+                       Expected(req->has_expected_revision(), req->expected_revision()), resp);
+  }
+
+  grpc::Status ApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
+                           v1::ApplyResponse* resp) override {
+    // Gathered first: a client that goes away mid-stream leaves nothing applied.
+    std::vector<std::string> events;
+    std::optional<uint64_t> expected;
+    v1::ApplyRequest req;
+    while (reader->Read(&req)) {
+      if (req.has_expected_revision()) expected = req.expected_revision();
+      events.insert(events.end(), req.events().begin(), req.events().end());
+    }
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled: nothing applied");
+    return ApplyEvents(events, expected, resp);
+  }
+
+  grpc::Status Schedule(grpc::ServerContext*, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN,
+                             Expected(req->has_expected_revision(), req->expected_revision()));
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(r->revision);
+    for (const cycle::Placement& p : r->placements) {
+      v1::PodPlacement* out = resp->add_placements();
+      out->set_pod(p.pod);
+      out->set_node(p.node);
+      out->set_code(CodeName(p.code));
+      out->set_message(p.message);
+      out->set_feasible(p.feasible);
+      out->set_score(p.score);
+      if (p.preemption) {
+        out->set_nominated_node(p.preemption->nominated_node);
+        for (const std::string& v : p.preemption->victims) out->add_victims(v);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Snapshot(grpc::ServerContext*, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!state_.ready()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no cluster yet: call Reset first");
+    resp->set_revision(state_.revision());
+    resp->set_objects(state_.Snapshot().dump());
+    return grpc::Status::OK;
+  }
+
+ private:
+  grpc::Status ApplyEvents(const std::vector<std::string>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = state_.Apply(events, expected);
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(*r);
+    resp->set_applied(static_cast<int64_t>(events.size()));
+    return grpc::Status::OK;
+  }
+
+  std::mutex mu_;
+  PlacementState state_;
+};
+
+}  // namespace
+
+bool IsLoopback(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+int RunServer(const ServerOptions& options, const std::function<void(int port)>& ready) {
+  // SIGTERM and SIGINT reach a waiting thread only (gRPC's threads inherit the mask).
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  PlacementService service(options.scheduler);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    std::fprintf(stderr, "kplace serve: cannot listen on %s\n", options.listen.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "kplace serve: listening on %s (port %d)\n", options.listen.c_str(), port);
+  if (ready) ready(port);
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    std::fprintf(stderr, "kplace serve: %s: draining in-flight calls\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  });
+  server->Wait();
+  waiter.join();
+  std::fprintf(stderr, "kplace serve: stopped\n");
+  return 0;
+}
+
+}  // namespace kplace::serve

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Drives a real `kplace serve` process over loopback as a batch scheduler would.
+
+usage: client_test.py KPLACE_BINARY SHARED_DIR
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import grpc
+from grpc_tools import protoc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KPLACE, SHARED = sys.argv[1], sys.argv[2]
+del sys.argv[1:3]
+
+STUBS = tempfile.mkdtemp(prefix="kplace-stubs-")
+if protoc.main(["protoc", f"-I{ROOT}/proto", f"--python_out={STUBS}", f"--grpc_python_out={STUBS}",
+                f"{ROOT}/proto/kplace/v1/placement.proto"]) != 0:
+    sys.exit("protoc failed")
+sys.path.insert(0, STUBS)
+from kplace.v1 import placement_pb2 as pb  # noqa: E402
+from kplace.v1 import placement_pb2_grpc as pb_grpc  # noqa: E402
+
+
+def read(name):
+    with open(os.path.join(SHARED, "realworld", name)) as f:
+        return f.read()
+
+
+def pod(name, cpu="100m", ns="default"):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}}
+
+
+def node(name, cpu="4"):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
+                       "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
+
+
+def event(kind, obj):
+    return json.dumps({"type": kind, "object": obj})
+
+
+def listing(items):
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+class ServeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.proc = subprocess.Popen([KPLACE, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
+        line = cls.proc.stderr.readline()
+        m = re.search(r"port (\d+)", line)
+        if not m:
+            cls.proc.kill()
+            raise RuntimeError(f"kplace serve did not start: {line!r}")
+        cls.channel = grpc.insecure_channel(f"127.0.0.1:{m.group(1)}")
+        cls.stub = pb_grpc.PlacementStub(cls.channel)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.channel.close()
+        cls.proc.send_signal(signal.SIGTERM)
+        rest = cls.proc.stderr.read()
+        assert cls.proc.wait(timeout=30) == 0, rest
+        assert "draining" in rest, rest
+
+    def reset_small(self):
+        r = self.stub.Reset(pb.ResetRequest(objects=listing([node("a"), node("b", "2")])))
+        self.assertEqual(r.nodes, 2)
+        return r.revision
+
+    def snapshot(self):
+        s = self.stub.Snapshot(pb.SnapshotRequest())
+        return s.revision, json.loads(s.objects)
+
+    def test_a_realworld_dump(self):
+        items = []
+        for name in ("k3s-v1.33-nodes.json", "k3s-v1.33-pods-default.json"):
+            doc = json.loads(read(name))
+            items += doc["items"] if "items" in doc else [doc]
+        objects = listing(items)
+        r = self.stub.Reset(pb.ResetRequest(objects=objects))
+        self.assertGreater(r.nodes, 0)
+        rev, snap = self.snapshot()
+        self.assertEqual(rev, r.revision)
+        kinds = [o["kind"] for o in snap["items"]]
+        self.assertEqual(kinds.count("Node"), r.nodes)
+        self.assertEqual(kinds.count("Pod"), r.bound_pods + r.pending_pods)
+        # The snapshot is a cluster Reset reads back, to the same decisions.
+        probe = listing([pod("probe")])
+        first = self.stub.Schedule(pb.ScheduleRequest(pods=probe, mode=pb.DRY_RUN)).placements[0]
+        again = self.stub.Reset(pb.ResetRequest(objects=json.dumps(snap)))
+        self.assertEqual((again.nodes, again.bound_pods), (r.nodes, r.bound_pods))
+        second = self.stub.Schedule(pb.ScheduleRequest(pods=probe, mode=pb.DRY_RUN)).placements[0]
+        self.assertEqual((first.node, first.message, first.score), (second.node, second.message, second.score))
+
+    def test_dry_run_then_commit(self):
+        rev = self.reset_small()
+        pods = listing([pod("p1", "3"), pod("p2", "3"), pod("big", "8")])
+        dry = self.stub.Schedule(pb.ScheduleRequest(pods=pods, mode=pb.DRY_RUN))
+        self.assertEqual(dry.revision, rev)
+        self.assertEqual(self.snapshot()[0], rev)
+        got = [(p.pod, p.node) for p in dry.placements]
+        self.assertEqual(got[0], ("default/p1", "a"))
+        self.assertEqual(got[1][1], "")  # a holds 1 CPU more, b has 2
+        self.assertEqual(dry.placements[2].code, "Unschedulable")
+        self.assertIn("0/2 nodes are available", dry.placements[2].message)
+        self.assertIn("Insufficient cpu", dry.placements[2].message)
+        done = self.stub.Schedule(pb.ScheduleRequest(pods=pods, mode=pb.COMMIT))
+        self.assertEqual([(p.pod, p.node) for p in done.placements], got)
+        self.assertEqual(done.revision, rev + 1)
+        bound = {o["metadata"]["name"]: o["spec"].get("nodeName") for o in self.snapshot()[1]["items"] if o["kind"] == "Pod"}
+        self.assertEqual(bound, {"p1": "a"})
+        # p1 holds 3 of a's 4 CPUs now: another 3-CPU pod fits nowhere.
+        again = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("p3", "3")]), mode=pb.DRY_RUN))
+        self.assertEqual(again.placements[0].node, "")
+
+    def test_apply_is_all_or_nothing(self):
+        rev = self.reset_small()
+        ok = self.stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("c")), event("DELETED", node("b"))],
+                                             expected_revision=rev))
+        self.assertEqual((ok.revision, ok.applied), (rev + 1, 2))
+        names = [o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "Node"]
+        self.assertEqual(sorted(names), ["a", "c"])
+        with self.assertRaises(grpc.RpcError) as bad:
+            self.stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("d")), event("DELETED", node("nope"))]))
+        self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("events[1]", bad.exception.details())
+        self.assertIn("nope", bad.exception.details())
+        rev2, snap = self.snapshot()
+        self.assertEqual(rev2, rev + 1)
+        self.assertNotIn("d", [o["metadata"]["name"] for o in snap["items"]])
+        with self.assertRaises(grpc.RpcError) as stale:
+            self.stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("e"))], expected_revision=rev))
+        self.assertEqual(stale.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        # Streamed: applied when the stream closes.
+        streamed = self.stub.ApplyStream(iter([pb.ApplyRequest(events=[event("ADDED", node(f"s{k}"))]) for k in range(5)]))
+        self.assertEqual((streamed.revision, streamed.applied), (rev + 2, 5))
+
+    def test_bad_input_changes_nothing(self):
+        rev = self.reset_small()
+        cases = [
+            (self.stub.Schedule, pb.ScheduleRequest(pods="{not json")),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([node("x")]))),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("bound"), spec={"nodeName": "a", "containers": []})]))),
+            (self.stub.Apply, pb.ApplyRequest(events=['{"type":"ADDED","object":{"kind":"Gadget","metadata":{"name":"g"}}}'])),
+            (self.stub.Reset, pb.ResetRequest(objects=listing([node("a")]), config="kind: Nonsense")),
+        ]
+        for call, req in cases:
+            with self.assertRaises(grpc.RpcError) as e:
+                call(req)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())
+        self.assertEqual(self.snapshot()[0], rev)
+
+    def test_health_and_concurrent_clients(self):
+        health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
+        self.assertEqual(health(b""), b"\x08\x01")  # status: SERVING
+        rev = self.reset_small()
+        errors, decided = [], []
+
+        def client(k):
+            try:
+                for i in range(20):
+                    r = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod(f"c{k}-{i}", "10m")]), mode=pb.COMMIT))
+                    decided.append(r.placements[0].node)
+            except grpc.RpcError as e:  # pragma: no cover - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(decided), 80)
+        self.assertTrue(all(decided))
+        rev2, snap = self.snapshot()
+        self.assertEqual(rev2, rev + 80)
+        names = [o["metadata"]["name"] for o in snap["items"] if o["kind"] == "Pod"]
+        self.assertEqual(len(names), 80)
+        self.assertEqual(len(set(names)), 80)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
