@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
@@ -15,6 +17,10 @@ int RunServe(int argc, char** argv) {
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run");
   int64_t& max_mb = flags.Int("max-message-mb", 256, "refuse requests larger than this many MiB");
+  std::string& tls_cert = flags.String("tls-cert", "", "TLS certificate (PEM); with --tls-key");
+  std::string& tls_key = flags.String("tls-key", "", "TLS private key (PEM)");
+  std::string& client_ca = flags.String("client-ca", "", "CA (PEM) that client certificates must be signed by (mutual TLS)");
+  std::string& token_file = flags.String("token-file", "", "file holding the bearer token every call must send");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   serve::ServerOptions options;
   options.listen = listen;
@@ -25,10 +31,32 @@ int RunServe(int argc, char** argv) {
   }
   options.scheduler.batch = static_cast<int32_t>(batch);
   options.max_message_bytes = static_cast<int32_t>(max_mb << 20);
-  if (!serve::IsLoopback(listen)) {
-    // TLS and tokens are not built yet: nothing but this machine may call.
-    std::fprintf(stderr, "kplace serve: --listen %s: only loopback addresses (127.0.0.0/8, localhost, [::1]) are served until TLS and tokens exist\n",
-                 listen.c_str());
+  struct FileFlag {
+    const char* flag;
+    const std::string& path;
+    std::string* into;
+  };
+  for (const FileFlag& f : {FileFlag{"--tls-cert", tls_cert, &options.tls_cert}, FileFlag{"--tls-key", tls_key, &options.tls_key},
+                            FileFlag{"--client-ca", client_ca, &options.client_ca}, FileFlag{"--token-file", token_file, &options.token}}) {
+    if (f.path.empty()) continue;
+    std::ifstream in(f.path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      std::fprintf(stderr, "kplace serve: %s %s: cannot read the file, or it is empty\n", f.flag, f.path.c_str());
+      return 2;
+    }
+    *f.into = text.str();
+  }
+  // A token is one line: surrounding whitespace (the file's newline) is not part of it.
+  const size_t first = options.token.find_first_not_of(" \t\r\n"), last = options.token.find_last_not_of(" \t\r\n");
+  options.token = first == std::string::npos ? "" : options.token.substr(first, last - first + 1);
+  if (!token_file.empty() && options.token.empty()) {
+    std::fprintf(stderr, "kplace serve: --token-file %s: no token in it\n", token_file.c_str());
+    return 2;
+  }
+  if (absl::Status s = serve::CheckServerOptions(options); !s.ok()) {
+    std::fprintf(stderr, "kplace serve: %s\n", std::string(s.message()).c_str());
     return 2;
   }
   return serve::RunServer(options);

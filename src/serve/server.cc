@@ -44,9 +44,10 @@ std::optional<uint64_t> Expected(bool has, uint64_t value) { return has ? std::o
 // Every call holds the one lock: writes apply in revision order, reads see one revision.
 class PlacementService final : public v1::Placement::Service {
  public:
-  explicit PlacementService(const cycle::Options& options) : state_(options) {}
+  PlacementService(const cycle::Options& options, std::string token) : state_(options), token_(std::move(token)) {}
 
-  grpc::Status Reset(grpc::ServerContext*, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
+  grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Reset(req->objects(), req->config());
     if (!r.ok()) return ToGrpc(r.status());
@@ -57,13 +58,15 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Apply(grpc::ServerContext*, const v1::ApplyRequest* req, v1::ApplyResponse* resp) override {
+  grpc::Status Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     return ApplyEvents({req->events().begin(), req->events().end()},
                        Expected(req->has_expected_revision(), req->expected_revision()), resp);
   }
 
   grpc::Status ApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
                            v1::ApplyResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     // Gathered first: a client that goes away mid-stream leaves nothing applied.
     std::vector<std::string> events;
     std::optional<uint64_t> expected;
@@ -76,7 +79,8 @@ class PlacementService final : public v1::Placement::Service {
     return ApplyEvents(events, expected, resp);
   }
 
-  grpc::Status Schedule(grpc::ServerContext*, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
+  grpc::Status Schedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN,
                              Expected(req->has_expected_revision(), req->expected_revision()));
@@ -98,7 +102,8 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Snapshot(grpc::ServerContext*, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) override {
+  grpc::Status Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     if (!state_.ready()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no cluster yet: call Reset first");
     resp->set_revision(state_.revision());
@@ -107,6 +112,18 @@ class PlacementService final : public v1::Placement::Service {
   }
 
  private:
+  // A wrong or missing token changes nothing: checked before any work.
+  grpc::Status Authorize(const grpc::ServerContext* ctx) const {
+    if (token_.empty()) return grpc::Status::OK;
+    const auto& md = ctx->client_metadata();
+    auto it = md.find("authorization");
+    const std::string want = "Bearer " + token_;
+    if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "a bearer token is required (authorization: Bearer <token>)");
+    }
+    return grpc::Status::OK;
+  }
+
   grpc::Status ApplyEvents(const std::vector<std::string>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Apply(events, expected);
@@ -118,7 +135,17 @@ class PlacementService final : public v1::Placement::Service {
 
   std::mutex mu_;
   PlacementState state_;
+  const std::string token_;
 };
+
+std::shared_ptr<grpc::ServerCredentials> Credentials(const ServerOptions& o) {
+  if (o.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(o.client_ca.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_key_cert_pairs.push_back({o.tls_key, o.tls_cert});
+  ssl.pem_root_certs = o.client_ca;
+  return grpc::SslServerCredentials(ssl);
+}
 
 }  // namespace
 
@@ -128,7 +155,20 @@ bool IsLoopback(const std::string& address) {
   return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
+absl::Status CheckServerOptions(const ServerOptions& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty()) return absl::InvalidArgumentError("TLS needs both a certificate and its key");
+  if (!o.client_ca.empty() && o.tls_cert.empty()) return absl::InvalidArgumentError("a client CA needs TLS (a certificate and key)");
+  if (!IsLoopback(o.listen) && (o.tls_cert.empty() || o.token.empty())) {
+    return absl::InvalidArgumentError(StrCat(o.listen, ": an address beyond loopback needs TLS (certificate and key) and a token"));
+  }
+  return absl::OkStatus();
+}
+
 int RunServer(const ServerOptions& options, const std::function<void(int port)>& ready) {
+  if (absl::Status s = CheckServerOptions(options); !s.ok()) {
+    std::fprintf(stderr, "kplace serve: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   // SIGTERM and SIGINT reach a waiting thread only (gRPC's threads inherit the mask).
   sigset_t stop;
   sigemptyset(&stop);
@@ -136,11 +176,11 @@ int RunServer(const ServerOptions& options, const std::function<void(int port)>&
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  PlacementService service(options.scheduler);
+  PlacementService service(options.scheduler, options.token);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, Credentials(options), &port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.RegisterService(&service);
@@ -149,7 +189,9 @@ int RunServer(const ServerOptions& options, const std::function<void(int port)>&
     std::fprintf(stderr, "kplace serve: cannot listen on %s\n", options.listen.c_str());
     return 1;
   }
-  std::fprintf(stderr, "kplace serve: listening on %s (port %d)\n", options.listen.c_str(), port);
+  std::fprintf(stderr, "kplace serve: listening on %s (port %d)%s%s\n", options.listen.c_str(), port,
+               options.tls_cert.empty() ? "" : options.client_ca.empty() ? ", TLS" : ", mutual TLS",
+               options.token.empty() ? "" : ", bearer token");
   if (ready) ready(port);
   std::thread waiter([&] {
     int sig = 0;

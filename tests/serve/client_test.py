@@ -56,13 +56,8 @@ def listing(items):
 class ServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc = subprocess.Popen([KPLACE, "serve", "--listen", "127.0.0.1:0"], stderr=subprocess.PIPE, text=True)
-        line = cls.proc.stderr.readline()
-        m = re.search(r"port (\d+)", line)
-        if not m:
-            cls.proc.kill()
-            raise RuntimeError(f"kplace serve did not start: {line!r}")
-        cls.channel = grpc.insecure_channel(f"127.0.0.1:{m.group(1)}")
+        cls.proc, port = start([])
+        cls.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         cls.stub = pb_grpc.PlacementStub(cls.channel)
 
     @classmethod
@@ -70,6 +65,7 @@ class ServeTest(unittest.TestCase):
         cls.channel.close()
         cls.proc.send_signal(signal.SIGTERM)
         rest = cls.proc.stderr.read()
+        cls.proc.stderr.close()
         assert cls.proc.wait(timeout=30) == 0, rest
         assert "draining" in rest, rest
 
@@ -188,6 +184,97 @@ class ServeTest(unittest.TestCase):
         names = [o["metadata"]["name"] for o in snap["items"] if o["kind"] == "Pod"]
         self.assertEqual(len(names), 80)
         self.assertEqual(len(set(names)), 80)
+
+
+def self_signed(directory, name):
+    key, cert = os.path.join(directory, f"{name}.key"), os.path.join(directory, f"{name}.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    return key, cert
+
+
+def start(args):
+    proc = subprocess.Popen([KPLACE, "serve", "--listen", "127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    m = re.search(r"port (\d+)", line)
+    if not m:
+        proc.kill()
+        raise RuntimeError(f"kplace serve did not start: {line!r}")
+    return proc, int(m.group(1))
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGTERM)
+    proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=30) == 0
+
+
+class SecureServeTest(unittest.TestCase):
+    """TLS (server and mutual) and the bearer token."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="kplace-tls-")
+        cls.key, cls.cert = self_signed(cls.dir, "server")
+        cls.client_key, cls.client_cert = self_signed(cls.dir, "client")
+        cls.token_file = os.path.join(cls.dir, "token")
+        with open(cls.token_file, "w") as f:
+            f.write("s3cret-token\n")
+
+    def read_file(self, path):
+        with open(path, "rb") as f:
+            return f.read()
+
+    def test_beyond_loopback_needs_tls_and_a_token(self):
+        for args in (["--listen", "0.0.0.0:0"], ["--listen", "0.0.0.0:0", "--tls-cert", self.cert, "--tls-key", self.key],
+                     ["--tls-cert", self.cert]):
+            r = subprocess.run([KPLACE, "serve"] + args, capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("kplace serve:", r.stderr)
+
+    def test_tls_and_token(self):
+        proc, port = start(["--tls-cert", self.cert, "--tls-key", self.key, "--token-file", self.token_file])
+        try:
+            creds = grpc.ssl_channel_credentials(root_certificates=self.read_file(self.cert))
+            with grpc.secure_channel(f"localhost:{port}", creds) as channel:
+                stub = pb_grpc.PlacementStub(channel)
+                req = pb.ResetRequest(objects=listing([node("a")]))
+                for metadata in (None, [("authorization", "Bearer wrong")], [("authorization", "s3cret-token")]):
+                    with self.assertRaises(grpc.RpcError) as e:
+                        stub.Reset(req, metadata=metadata)
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                good = [("authorization", "Bearer s3cret-token")]
+                rev = stub.Reset(req, metadata=good).revision
+                with self.assertRaises(grpc.RpcError) as e:
+                    stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("b"))]), metadata=[("authorization", "Bearer no")])
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
+                snap = stub.Snapshot(pb.SnapshotRequest(), metadata=good)
+                self.assertEqual(snap.revision, rev)  # the refused Apply changed nothing
+                self.assertEqual([o["metadata"]["name"] for o in json.loads(snap.objects)["items"]], ["a"])
+            # Plain text to a TLS port gets nowhere.
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as plain:
+                with self.assertRaises(grpc.RpcError) as e:
+                    pb_grpc.PlacementStub(plain).Snapshot(pb.SnapshotRequest(), timeout=5)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        finally:
+            stop(proc)
+
+    def test_mutual_tls(self):
+        proc, port = start(["--tls-cert", self.cert, "--tls-key", self.key, "--client-ca", self.client_cert])
+        try:
+            root = self.read_file(self.cert)
+            with_cert = grpc.ssl_channel_credentials(root_certificates=root, private_key=self.read_file(self.client_key),
+                                                     certificate_chain=self.read_file(self.client_cert))
+            with grpc.secure_channel(f"localhost:{port}", with_cert) as channel:
+                self.assertGreater(pb_grpc.PlacementStub(channel).Reset(pb.ResetRequest(objects=listing([node("a")]))).revision, 0)
+            with grpc.secure_channel(f"localhost:{port}", grpc.ssl_channel_credentials(root_certificates=root)) as channel:
+                with self.assertRaises(grpc.RpcError) as e:
+                    pb_grpc.PlacementStub(channel).Snapshot(pb.SnapshotRequest(), timeout=5)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+        finally:
+            stop(proc)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <functional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "kplace/cycle/scheduler.h"
 
 namespace kplace::serve {
@@ -12,7 +13,15 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7450";
   cycle::Options scheduler;
   int32_t max_message_bytes = 256 << 20;  // larger requests are refused (RESOURCE_EXHAUSTED)
+  // TLS: PEM files; with client_ca, clients must present a certificate it signed.
+  std::string tls_cert, tls_key, client_ca;
+  // When set, every call but health checks needs `authorization: Bearer <token>`.
+  std::string token;
 };
+
+/** @brief Checks `options` before serving: TLS needs both a certificate and a key, and any
+ *  address beyond loopback needs TLS and a token. InvalidArgument saying what is missing. */
+absl::Status CheckServerOptions(const ServerOptions& options);
 
 /** Whether `address` (host:port) names the loopback interface only. */
 bool IsLoopback(const std::string& address);
