@@ -35,11 +35,13 @@ absl::StatusOr<std::vector<std::pair<json, std::string>>> Items(std::string_view
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, what));
   std::vector<std::pair<json, std::string>> out;
   for (size_t d = 0; d < docs.size(); ++d) {
-    const json& doc = docs[d];
+    json& doc = docs[d];
     if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
-      for (size_t i = 0; i < doc["items"].size(); ++i) out.emplace_back(doc["items"][i], StrCat(what, ": items[", i, "]"));
+      json& list = doc["items"];
+      out.reserve(out.size() + list.size());
+      for (size_t i = 0; i < list.size(); ++i) out.emplace_back(std::move(list[i]), StrCat(what, ": items[", i, "]"));
     } else if (!doc.is_null()) {
-      out.emplace_back(doc, docs.size() == 1 ? what : StrCat(what, ": document ", d + 1));
+      out.emplace_back(std::move(doc), docs.size() == 1 ? what : StrCat(what, ": document ", d + 1));
     }
   }
   return out;
@@ -190,16 +192,17 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
   ObjectSet decoded;
   std::map<std::string, json> raw;
-  for (const auto& [item, where] : items) {
+  decoded.pods.reserve(items.size());
+  for (auto& [item, where] : items) {
     if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod"));
     KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &decoded));
     const Pod& p = decoded.pods.back();
     if (!p.node_name.empty()) {
       return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", ObjectKey(p.meta), " is already bound to ", p.node_name));
     }
-    if (!raw.emplace(ObjectKey(p.meta), item).second) {
-      return absl::InvalidArgumentError(StrCat(where, ": Pod ", ObjectKey(p.meta), " is given twice"));
-    }
+    // A dry run keeps nothing; a commit keeps each placed pod's JSON for Snapshot.
+    auto [at, fresh] = raw.emplace(ObjectKey(p.meta), dry_run ? json() : std::move(item));
+    if (!fresh) return absl::InvalidArgumentError(StrCat(where, ": Pod ", ObjectKey(p.meta), " is given twice"));
   }
   KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &decoded.pods, "pods"));
   ScheduleResult out;
@@ -212,7 +215,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   }
   for (const cycle::Placement& p : out.placements) {
     if (p.node.empty()) continue;
-    json pod = raw.at(p.pod);
+    json pod = std::move(raw.at(p.pod));
     pod["spec"]["nodeName"] = p.node;
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
