@@ -55,11 +55,7 @@ int RunServe(int argc, char** argv) {
     std::fprintf(stderr, "kplace serve: --token-file %s: no token in it\n", token_file.c_str());
     return 2;
   }
-  if (absl::Status s = serve::CheckServerOptions(options); !s.ok()) {
-    std::fprintf(stderr, "kplace serve: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
-  return serve::RunServer(options);
+  return serve::RunServer(options);  // checks the options first (exit 2)
 }
 
 }  // namespace kplace::cli
