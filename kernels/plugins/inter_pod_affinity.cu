@@ -145,6 +145,11 @@ struct PodClass {
   LabelIds labels;
   std::unordered_map<NodeIndex, int64_t> nodes;
   std::vector<std::unordered_map<int32_t, int64_t>> per_slot;  // [slot]: domain -> pods
+  std::vector<int32_t> tables;  // the match tables that count this class
+  // Found again from a pod's own strings, without interning them (most pods are replicas).
+  std::string ns_name;
+  Labels raw_labels;
+  int32_t next_same_hash = -1;
 };
 
 /** What the existing pods' copies of one distinct term contribute to one domain. */
@@ -371,7 +376,7 @@ class InterPodAffinity final : public engine::Plugin {
     slot_dense_.clear();
     domains_host_.clear();
     classes_.clear();
-    class_of_.clear();
+    class_by_hash_.clear();
     counted_.clear();
     tables_.clear();
     table_of_.clear();
@@ -1002,10 +1007,9 @@ class InterPodAffinity final : public engine::Plugin {
   // counts it out again (RemoveExistingPod).
   BoundPod AddExistingPod(const Pod& pod, NodeIndex node) {
     BoundPod bound{node, -1, {}};
-    const int32_t ns = strings_.Intern(pod.meta.namespace_);
-    LabelIds labels = InternLabels(pod.meta.labels);
     // Terms first: they may add slots, which the class below then counts in.
     if (plugins::IpaHasPodAffinity(pod)) {
+      const int32_t ns = strings_.Intern(pod.meta.namespace_);
       plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
       auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
         const int32_t id = AddTerm(t, ns, node, kind, weight);
@@ -1016,25 +1020,33 @@ class InterPodAffinity final : public engine::Plugin {
       for (const auto& wt : parsed.preferred_affinity) add(wt.term, TermKind::kPreferredAffinity, wt.weight);
       for (const auto& wt : parsed.preferred_anti_affinity) add(wt.term, TermKind::kPreferredAnti, wt.weight);
     }
-    std::string key;
-    key.append(reinterpret_cast<const char*>(&ns), sizeof(ns));
-    for (const auto& [k, v] : labels) {
-      key.append(reinterpret_cast<const char*>(&k), sizeof(k));
-      key.append(reinterpret_cast<const char*>(&v), sizeof(v));
-    }
-    auto it = class_of_.find(key);  // found without building a node: most pods are replicas
-    const bool inserted = it == class_of_.end();
-    if (inserted) it = class_of_.emplace(std::move(key), static_cast<int32_t>(classes_.size())).first;
-    if (inserted) {
-      PodClass c;
-      c.ns = ns;
-      c.labels = std::move(labels);
-      c.per_slot.resize(slot_domains_.size());
-      classes_.push_back(std::move(c));
-    }
-    bound.cls = it->second;
+    bound.cls = ClassOf(pod);
     CountClass(bound.cls, node, +1);
     return bound;
+  }
+
+  // The class of pods with `pod`'s namespace and labels, made on first sight.
+  int32_t ClassOf(const Pod& pod) {
+    std::hash<std::string_view> hash;
+    size_t h = hash(pod.meta.namespace_);
+    for (const auto& [k, v] : pod.meta.labels) h = (h * 1000003) ^ hash(k) ^ (hash(v) << 1);
+    auto [head, fresh] = class_by_hash_.emplace(h, -1);
+    for (int32_t c = head->second; c >= 0; c = classes_[c].next_same_hash) {
+      if (classes_[c].ns_name == pod.meta.namespace_ && classes_[c].raw_labels == pod.meta.labels) return c;
+    }
+    PodClass c;
+    c.ns = strings_.Intern(pod.meta.namespace_);
+    c.labels = InternLabels(pod.meta.labels);
+    c.per_slot.resize(slot_domains_.size());
+    c.ns_name = pod.meta.namespace_;
+    c.raw_labels = pod.meta.labels;
+    c.next_same_hash = head->second;
+    head->second = static_cast<int32_t>(classes_.size());
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      if (tables_[t].Matches(c.ns, c.labels)) c.tables.push_back(static_cast<int32_t>(t));
+    }
+    classes_.push_back(std::move(c));
+    return head->second;
   }
 
   // Counts a pod out as `b` says it was counted in (upstream's RemovePod, §3).
@@ -1052,8 +1064,8 @@ class InterPodAffinity final : public engine::Plugin {
       int32_t d = Domain(static_cast<int32_t>(slot), node);
       if (d >= 0) c.per_slot[slot][d] += delta;
     }
-    for (MatchTable& t : tables_) {
-      if (!t.Matches(c.ns, c.labels)) continue;
+    for (int32_t k : c.tables) {
+      MatchTable& t = tables_[k];
       for (size_t i = 0; i < t.slots.size(); ++i) {
         int32_t d = Domain(t.slots[i], node);
         if (d >= 0) t.counts[i][d] += delta;
@@ -1073,8 +1085,9 @@ class InterPodAffinity final : public engine::Plugin {
     t.slots = DistinctSlots(terms);
     t.slots.erase(std::remove(t.slots.begin(), t.slots.end(), -1), t.slots.end());
     t.counts.resize(t.slots.size());
-    for (const PodClass& c : classes_) {
+    for (PodClass& c : classes_) {
       if (!t.Matches(c.ns, c.labels)) continue;
+      c.tables.push_back(static_cast<int32_t>(tables_.size()));
       for (size_t i = 0; i < t.slots.size(); ++i) {
         for (const auto& [d, count] : c.per_slot[t.slots[i]]) t.counts[i][d] += count;
       }
@@ -1086,6 +1099,7 @@ class InterPodAffinity final : public engine::Plugin {
   void TrimTables() {
     if (tables_.size() <= kMaxMatchTables) return;
     tables_.clear();
+    for (PodClass& c : classes_) c.tables.clear();
     table_of_.clear();
     ForgetKept();  // not needed for exactness; a rebuild after a reset is the simple rule
   }
@@ -1160,7 +1174,7 @@ class InterPodAffinity final : public engine::Plugin {
 
   // Existing pods.
   std::vector<PodClass> classes_;
-  std::unordered_map<std::string, int32_t> class_of_;
+  std::unordered_map<size_t, int32_t> class_by_hash_;  // hash of namespace and labels -> first class
   std::deque<MatchTable> tables_;
   std::unordered_map<std::string, int32_t> table_of_;
   std::vector<ExistingTerm> terms_;

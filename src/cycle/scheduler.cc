@@ -236,10 +236,12 @@ class CycleScheduler final : public Scheduler {
  private:
   // A pod with a node, as the scheduler holds it: where it is stored, the node that counts
   // it (kNoId: none) and its entry number (the cluster's pod order, kept by every rebuild).
+  // Pods added after the build are the entry's own (`own`; null for the objects' pods).
   struct LivePod {
     const Pod* pod;
     NodeIndex node;
     uint64_t seq;
+    std::unique_ptr<Pod> own;
   };
   // One step of a transaction's undo log.
   // Small for the common step (a bind's undo is a key): the rest lives behind pointers.
@@ -329,9 +331,10 @@ class CycleScheduler final : public Scheduler {
     return gone;
   }
 
-  absl::Status Apply(const state::ClusterEvent& event) override {
+  using Scheduler::Apply;
+  absl::Status Apply(state::ClusterEvent&& event) override {
     try {
-      if (event.kind == "Pod") return ApplyPod(event);
+      if (event.kind == "Pod") return ApplyPod(std::move(event));
       return ApplyObjects(event);
     } catch (const std::exception& e) {
       return absl::InternalError(StrCat(event.where, ": applying ", state::EventTypeName(event.type), " ", event.kind,
@@ -379,7 +382,7 @@ class CycleScheduler final : public Scheduler {
             RemovePod(u.key);
             break;
           case UndoEntry::kRestorePod:
-            AddPod(std::move(*u.pod), u.seq);
+            AddPod(std::move(u.pod), u.seq, std::move(u.key));
             break;
           case UndoEntry::kObjects:
             KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
@@ -726,12 +729,11 @@ class CycleScheduler final : public Scheduler {
       const std::string key = ObjectKey(v->meta);
       auto it = pods_.find(key);
       if (it == pods_.end()) continue;
-      Pod p = *it->second.pod;
-      p.meta.deletion_timestamp = "1970-01-01T00:00:00Z";
-      p.conditions.insert(p.conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
-                                                             StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
-      RemovePod(key);
-      AddPod(std::move(p), next_seq_++);
+      std::unique_ptr<Pod> p = RemovePod(key, /*keep=*/true);
+      p->meta.deletion_timestamp = "1970-01-01T00:00:00Z";
+      p->conditions.insert(p->conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
+                                                               StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
+      AddPod(std::move(p), next_seq_++, key);
       terminating_.insert(key);
     }
   }
@@ -739,8 +741,6 @@ class CycleScheduler final : public Scheduler {
   // Builds the state of every profile over `objects` (kept alive by the scheduler); `seqs`
   // (when not empty) are the pods' entry numbers, else their positions.
   absl::Status Build(const ObjectSet& objects, const std::vector<uint64_t>& seqs = {}) {
-    bound_.clear();
-    owned_.clear();
     pods_.clear();
     waiting_for_node_ = 0;
     evaluators_.clear();
@@ -791,7 +791,7 @@ class CycleScheduler final : public Scheduler {
       if (p.node_name.empty()) continue;
       const uint64_t seq = seqs.empty() ? k : seqs[k];
       const NodeIndex node = InSnapshot(p);
-      pods_[ObjectKey(p.meta)] = LivePod{&p, node, seq};
+      pods_[ObjectKey(p.meta)] = LivePod{&p, node, seq, nullptr};
       waiting_for_node_ += WaitsForNode(p, node);
       next_seq_ = std::max(next_seq_, seq + 1);
     }
@@ -844,13 +844,10 @@ class CycleScheduler final : public Scheduler {
 
   // Puts `pod` (bound: node_name set) into the cluster with entry number `seq`: on its node
   // at the place its number gives, or kept aside when no node counts it.
-  void AddPod(Pod pod, uint64_t seq) {
-    std::string key = ObjectKey(pod.meta);
-    const NodeIndex node = InSnapshot(pod);
-    const Pod* stored = nullptr;
+  void AddPod(std::unique_ptr<Pod> pod, uint64_t seq, std::string key) {
+    const NodeIndex node = InSnapshot(*pod);
+    const Pod* stored = pod.get();
     if (node == engine::kNoId) {
-      owned_.push_back(std::move(pod));
-      stored = &owned_.back();
       waiting_for_node_ += WaitsForNode(*stored, node);
     } else {
       const std::vector<const Pod*>& on = options_.reference ? state_.nodes[node].pods : snapshot_->pods_on(node);
@@ -860,19 +857,17 @@ class CycleScheduler final : public Scheduler {
         while (pos > 0 && SeqOf(*on[pos - 1]) > seq) --pos;
       }
       if (options_.reference) {
-        bound_.push_back(std::move(pod));
-        stored = &bound_.back();
         auto& list = state_.nodes[node].pods;
         list.insert(list.begin() + static_cast<std::ptrdiff_t>(pos), stored);
       } else {
-        stored = &snapshot_->Restore(std::move(pod), node, pos);
+        snapshot_->Attach(*stored, node, pos);
         for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(*stored, node);
         for (auto& b : batches_) b->NoteOtherBind();
       }
     }
     next_seq_ = std::max(next_seq_, seq + 1);
     if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
-    pods_[std::move(key)] = LivePod{stored, node, seq};
+    pods_[std::move(key)] = LivePod{stored, node, seq, std::move(pod)};
   }
 
   uint64_t SeqOf(const Pod& p) const {
@@ -880,13 +875,13 @@ class CycleScheduler final : public Scheduler {
     return it == pods_.end() ? 0 : it->second.seq;
   }
 
-  // Takes the pod with `key` out of the cluster: its node gets back what it held.
-  void RemovePod(const std::string& key) {
+  // Takes the pod with `key` out of the cluster: its node gets back what it held. Returns
+  // the pod when `keep` (else null).
+  std::unique_ptr<Pod> RemovePod(const std::string& key, bool keep = false) {
     auto it = pods_.find(key);
-    if (it == pods_.end()) return;
-    const LivePod live = it->second;
+    if (it == pods_.end()) return nullptr;
+    LivePod& live = it->second;
     waiting_for_node_ -= WaitsForNode(*live.pod, live.node);
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, std::make_unique<Pod>(*live.pod), live.seq, nullptr});
     if (live.node != engine::kNoId) {
       if (options_.reference) {
         auto& list = state_.nodes[live.node].pods;
@@ -904,15 +899,21 @@ class CycleScheduler final : public Scheduler {
         }
       }
     }
+    std::unique_ptr<Pod> pod = std::move(live.own);
+    if (!pod && (keep || Logging())) pod = std::make_unique<Pod>(*live.pod);
+    if (Logging()) {
+      undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, keep ? std::make_unique<Pod>(*pod) : std::move(pod), live.seq, nullptr});
+    }
     pods_.erase(it);
+    return pod;
   }
 
   // Inside a transaction every step logs its inverse.
   bool Logging() const { return !savepoints_.empty(); }
 
-  absl::Status ApplyPod(const state::ClusterEvent& event) {
-    const Pod& pod = event.object.pods[0];
-    const std::string key = ObjectKey(pod.meta);
+  absl::Status ApplyPod(state::ClusterEvent&& event) {
+    Pod& pod = event.object.pods[0];
+    std::string key = ObjectKey(pod.meta);
     auto it = pods_.find(key);
     const bool known = it != pods_.end();
     const bool bound = !pod.node_name.empty();
@@ -943,9 +944,8 @@ class CycleScheduler final : public Scheduler {
     }
     if (nominated_.count(key)) ClearNomination(pod);  // bound by someone else
     if (!pod.meta.deletion_timestamp.empty()) terminating_.insert(key);
-    Pod copy = pod;
-    copy.nominated_node_name.clear();
-    AddPod(std::move(copy), next_seq_++);
+    pod.nominated_node_name.clear();
+    AddPod(std::make_unique<Pod>(std::move(pod)), next_seq_++, std::move(key));
     return absl::OkStatus();
   }
 
@@ -1061,9 +1061,7 @@ class CycleScheduler final : public Scheduler {
   // its node name now leads (a node, or waiting for one).
   void Reseat(const std::vector<std::pair<uint64_t, std::string>>& pods) {
     for (const auto& [seq, key] : pods) {
-      Pod pod = *pods_.at(key).pod;
-      RemovePod(key);
-      AddPod(std::move(pod), seq);
+      AddPod(RemovePod(key, /*keep=*/true), seq, key);
     }
   }
 
@@ -1176,8 +1174,6 @@ class CycleScheduler final : public Scheduler {
     batches_.clear();
     snapshot_.reset();
     state_ = reference::ClusterState{};
-    bound_.clear();
-    owned_.clear();
     pods_.clear();
     if (!live_) live_ = std::make_unique<ObjectSet>();
     *live_ = std::move(next);
@@ -1233,20 +1229,19 @@ class CycleScheduler final : public Scheduler {
   }
 
   void Bind(const Pod& pod, NodeIndex host) {
-    const Pod* stored;
+    auto own = std::make_unique<Pod>(pod);
+    own->node_name = objects().nodes[host].meta.name;
+    const Pod* stored = own.get();
     if (options_.reference) {
       for (auto& e : evaluators_) static_cast<ReferenceEvaluator*>(e.get())->Reserve(pod, host);
-      bound_.push_back(pod);
-      bound_.back().node_name = objects().nodes[host].meta.name;
-      bound_.back().nominated_node_name.clear();
-      stored = &bound_.back();
+      own->nominated_node_name.clear();
       state_.nodes[host].pods.push_back(stored);
     } else {
-      stored = &snapshot_->Bind(pod, host);
+      snapshot_->Attach(*stored, host, snapshot_->pods_on(host).size());
       for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().Bind(*stored, host);
     }
     const std::string key = ObjectKey(pod.meta);
-    pods_[key] = LivePod{stored, host, next_seq_++};
+    pods_[key] = LivePod{stored, host, next_seq_++, std::move(own)};
     if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
     // Last: `pod` may be the nomination itself.
     if (!nominated_.empty()) ClearNomination(pod);
@@ -1271,8 +1266,6 @@ class CycleScheduler final : public Scheduler {
   std::unique_ptr<engine::Snapshot> snapshot_;
   reference::ClusterState state_;
   reference::ClusterState dry_state_;  // the engine's snapshot as the reference sees it
-  std::deque<Pod> bound_;  // the reference's pods bound since the last build
-  std::deque<Pod> owned_;  // pods no node counts, added since the last build
   std::unordered_map<std::string, LivePod> pods_;  // every pod with a node, by key
   int64_t waiting_for_node_ = 0;  // of those, bound to a node the cluster lacks
   uint64_t next_seq_ = 0;

@@ -101,7 +101,13 @@ void Snapshot::UpdateNode(NodeIndex i, const Node& old) {
   }
 }
 
-const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) { return Restore(pod, i, pods_on_node_[i].size()); }
+const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) {
+  bound_.push_back(pod);
+  Pod& copy = bound_.back();
+  copy.node_name = nodes_[i]->meta.name;
+  Attach(copy, i, pods_on_node_[i].size());
+  return copy;
+}
 
 size_t Snapshot::Unbind(const Pod* pod, NodeIndex i) {
   std::vector<const Pod*>& on = pods_on_node_[i];
@@ -114,13 +120,9 @@ size_t Snapshot::Unbind(const Pod* pod, NodeIndex i) {
   return on.size();
 }
 
-const Pod& Snapshot::Restore(Pod pod, NodeIndex i, size_t pos) {
-  bound_.push_back(std::move(pod));
-  Pod& copy = bound_.back();
-  copy.node_name = nodes_[i]->meta.name;
+void Snapshot::Attach(const Pod& pod, NodeIndex i, size_t pos) {
   std::vector<const Pod*>& on = pods_on_node_[i];
-  on.insert(on.begin() + static_cast<std::ptrdiff_t>(std::min(pos, on.size())), &copy);
-  return copy;
+  on.insert(on.begin() + static_cast<std::ptrdiff_t>(std::min(pos, on.size())), &pod);
 }
 
 }  // namespace kplace::engine

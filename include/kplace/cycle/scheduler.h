@@ -142,7 +142,9 @@ class Scheduler {
    *  one's next_start_index().
    *  @return AlreadyExists / NotFound naming the object for an ADDED of an existing or a
    *  change of a missing object; nothing is applied then. */
-  virtual absl::Status Apply(const state::ClusterEvent& event) = 0;
+  virtual absl::Status Apply(state::ClusterEvent&& event) = 0;
+  /** As above, on a copy of `event`. */
+  absl::Status Apply(const state::ClusterEvent& event) { return Apply(state::ClusterEvent(event)); }
   /** @brief Opens a transaction (one level of nesting inside another): every schedule and
    *  event from here is logged, so Revert can undo it exactly: placements, victims,
    *  nominations, the start index and VolumeBinding's assumptions. */

@@ -77,11 +77,11 @@ class Snapshot {
   /** Records `pod` as bound to node `i` (a copy is kept) and returns it. */
   const Pod& Bind(const Pod& pod, NodeIndex i);
   /** Takes `pod` (an element of pods_on(i)) off node `i`, keeping the others' order, and
-   *  returns where it was. The pod's storage stays valid for the snapshot's life. */
+   *  returns where it was. A copy Bind kept stays valid for the snapshot's life. */
   size_t Unbind(const Pod* pod, NodeIndex i);
-  /** Records `pod` as bound to node `i` at position `pos` of its pods (a copy is kept),
-   *  as Bind does at the end: a pod put back where it was (an undo). */
-  const Pod& Restore(Pod pod, NodeIndex i, size_t pos);
+  /** Records `pod` (bound to node `i`; the caller keeps it alive until it is unbound) at
+   *  position `pos` of the node's pods: a live pod added, or put back where it was. */
+  void Attach(const Pod& pod, NodeIndex i, size_t pos);
   /** Node i's object changed in place: `old` is what it was. Its label values are written
    *  into the label columns. A node whose object is now nameless has left: its row stays
    *  (every column keeps its length) with no labels, out of FindNode and num_live_nodes();
@@ -111,7 +111,7 @@ class Snapshot {
   std::unordered_map<int32_t, LabelColumnData> label_columns_;  // key id -> column
   std::vector<int32_t> node_name_ids_;
   int32_t removed_ = 0;  // nameless rows
-  std::deque<Pod> bound_;  // copies Bind and Restore keep (stable addresses)
+  std::deque<Pod> bound_;  // copies Bind keeps (stable addresses)
   std::shared_ptr<plugins::volume::VolumeAssumeCache> volume_assume_;
 };
 
