@@ -242,6 +242,7 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   if (pre.status.IsRejected()) {
     out.code = pre.status.code;
     out.message = FitErrorMessage(n, pre.status.Message(), {});
+    out.unschedulable_plugins = SortedUnique(pre.UnschedulablePlugins());
     return out;
   }
 
@@ -285,10 +286,13 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   if (feasible.empty()) {
     std::map<std::string, int64_t> reasons;
     int64_t recorded = 0;
+    std::vector<std::string> rejectors = pre.UnschedulablePlugins();
     for (const engine::Rejection& r : scan.rejected) {
       for (const std::string& reason : r.status.reasons) reasons[reason] += r.count;
       recorded += r.count;
+      rejectors.push_back(fw_->filter_plugins()[r.plugin - 1]);
     }
+    out.unschedulable_plugins = SortedUnique(std::move(rejectors));
     if (pre.restricted) {
       std::vector<std::string> plugins = pre.restricting_plugins;
       std::sort(plugins.begin(), plugins.end());

@@ -411,6 +411,7 @@ struct ReferenceDryRunHost::Impl {
   reference::ClusterState work;  // base, with one node's pods changed during a call
   std::vector<Named> pre_filter, filter;
   std::vector<const Pod*> nominated;
+  std::string rejector;  // the last Filter's rejecting plugin
   std::map<std::string, int32_t> index;
   // PreFilter of the current pod on the unchanged cluster.
   const Pod* pod = nullptr;
@@ -440,6 +441,7 @@ struct ReferenceDryRunHost::Impl {
       PluginStatus s = n.second->Filter(state, p, work.nodes[node], work);
       if (s.IsSuccess()) continue;
       if (!s.IsRejected()) return PluginStatus::Error(StrCat("running \"", n.first, "\" filter plugin: ", s.Message()));
+      rejector = n.first;
       return s;
     }
     return PluginStatus::Success();
@@ -468,7 +470,7 @@ struct ReferenceDryRunHost::Impl {
 
 ReferenceDryRunHost::ReferenceDryRunHost(const reference::ClusterState& state, std::vector<Named> pre_filter,
                                          std::vector<Named> filter, std::vector<const Pod*> nominated)
-    : impl_(new Impl{state, state, std::move(pre_filter), std::move(filter), std::move(nominated), {}, nullptr, {}, {}, {}, {}, {}}) {
+    : impl_(new Impl{state, state, std::move(pre_filter), std::move(filter), std::move(nominated), {}, {}, nullptr, {}, {}, {}, {}, {}}) {
   for (size_t i = 0; i < state.nodes.size(); ++i) impl_->index[state.nodes[i].node->meta.name] = static_cast<int32_t>(i);
 }
 
@@ -498,6 +500,7 @@ PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std
     }
   }
   PluginStatus status;
+  m.rejector.clear();
   for (int pass = 0; pass < 2; ++pass) {
     if (pass == 1 && (with_nominated.size() == kept.size() || !status.IsSuccess())) break;
     m.work.nodes[node].pods = pass == 0 ? with_nominated : kept;
@@ -508,7 +511,10 @@ PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std
     if (!status.IsSuccess() && !status.IsRejected()) break;
   }
   m.work.nodes[node].pods = m.base.nodes[node].pods;
+  if (status.IsSuccess()) m.rejector.clear();
   return status;
 }
+
+const std::string& ReferenceDryRunHost::last_rejector() const { return impl_->rejector; }
 
 }  // namespace kplace::cycle

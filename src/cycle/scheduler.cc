@@ -34,6 +34,7 @@ class Evaluator {
     bool restricted = false;
     std::vector<NodeIndex> allowed;  // sorted
     std::string absent_reason;       // "node(s) didn't satisfy plugin(s) [...]"
+    std::vector<std::string> rejectors;  // engine::PreFilterResult::UnschedulablePlugins
   };
   struct ScoreOutcome {
     PluginStatus status;
@@ -71,6 +72,7 @@ class EngineEvaluator final : public Evaluator {
     out.restricted = pre_.restricted;
     out.allowed = pre_.allowed;
     if (pre_.restricted) out.absent_reason = AbsentReason(pre_.restricting_plugins);
+    out.rejectors = pre_.UnschedulablePlugins();
     return out;
   }
 
@@ -117,6 +119,7 @@ class ReferenceEvaluator final : public Evaluator {
     skip_filter_.clear();
     PreFilterOutcome out;
     std::vector<std::string> restricting;
+    std::string failed;  // the last plugin that returned Unschedulable
     std::optional<std::set<std::string>> names;
     for (const std::string& name : profile_.pre_filter) {
       reference::NodeNameSet nodes;
@@ -127,10 +130,12 @@ class ReferenceEvaluator final : public Evaluator {
       }
       if (s.code == Code::kUnschedulableAndUnresolvable) {
         out.status = s;
+        out.rejectors = {name};
         return out;
       }
       if (s.code == Code::kUnschedulable) {
         out.status = s;
+        failed = name;
         continue;
       }
       if (!s.IsSuccess()) {
@@ -153,10 +158,13 @@ class ReferenceEvaluator final : public Evaluator {
           out.status = PluginStatus::Make(Code::kUnschedulableAndUnresolvable,
                                           sorted.size() == 1 ? "node(s) didn't satisfy plugin " + sorted[0]
                                                              : AbsentReason(sorted) + " simultaneously");
+          out.rejectors = restricting;
           return out;
         }
       }
     }
+    out.rejectors = restricting;
+    if (!failed.empty()) out.rejectors.push_back(failed);
     if (names) {
       out.restricted = true;
       out.absent_reason = AbsentReason(restricting);
@@ -546,6 +554,7 @@ class CycleScheduler final : public Scheduler {
     if (pre.status.IsRejected()) {
       out.code = pre.status.code;
       out.message = FitErrorMessage(n, pre.status.Message(), {});
+      out.unschedulable_plugins = SortedUnique(pre.rejectors);
       statuses.absent = pre.status;
       return PostFilter(pod, ev_index, statuses, std::move(out));
     }
@@ -558,7 +567,7 @@ class CycleScheduler final : public Scheduler {
       if (nominated_on.empty() || !nominated_on[i]) return ev->FilterNode(i, plugin);
       if (!host) host = MakeHost(ev_index);
       PluginStatus s = host->Filter(pod, i, {});
-      if (!s.IsSuccess()) *plugin = "(nominated pods)";
+      if (!s.IsSuccess()) *plugin = host->last_rejector();
       return s;
     };
 
@@ -598,6 +607,7 @@ class CycleScheduler final : public Scheduler {
 
     std::vector<NodeIndex> feasible, rejected;
     std::map<std::string, int64_t> reasons;
+    std::vector<std::string> rejectors = pre.rejectors;
     int32_t processed = m;
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
@@ -616,6 +626,7 @@ class CycleScheduler final : public Scheduler {
         feasible.push_back(i);
       } else {
         rejected.push_back(i);
+        if (std::find(rejectors.begin(), rejectors.end(), plugin) == rejectors.end()) rejectors.push_back(plugin);
         for (const std::string& r : s.reasons) ++reasons[r];
       }
       if (explain) {
@@ -638,6 +649,7 @@ class CycleScheduler final : public Scheduler {
       }
       out.code = Code::kUnschedulable;
       out.message = FitErrorMessage(n, "", reasons);
+      out.unschedulable_plugins = SortedUnique(std::move(rejectors));
       if (ev->profile().post_filter.empty()) return out;
       for (NodeIndex i : rejected) {
         std::string plugin;
@@ -1218,6 +1230,7 @@ class CycleScheduler final : public Scheduler {
     out.message = std::move(d.message);
     out.feasible = d.feasible;
     out.score = d.score;
+    out.unschedulable_plugins = std::move(d.unschedulable_plugins);
     if (d.host >= 0) {
       out.node = objects().nodes[d.host].meta.name;
       Bind(pod, d.host);

@@ -289,7 +289,8 @@ RandomCluster MakeRandomCluster(uint64_t seed, int32_t nodes) {
 
 std::string Describe(const Placement& p) {
   std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, " attempts=", p.attempts,
-                           p.preempted ? " preempted" : "");
+                           p.preempted ? " preempted" : "", " rejected-by=");
+  for (const std::string& r : p.unschedulable_plugins) out += r + ",";
   if (p.preemption) {
     out += StrCat(" nominated=", p.preemption->nominated_node, " victims=");
     for (const std::string& v : p.preemption->victims) out += v + ",";

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "kplace/config/config.h"
 #include "tests/testing/differential.h"
 
 namespace kplace::cycle {
@@ -59,6 +60,41 @@ TEST(SchedulerTest, TooBigPodGetsAggregatedMessage) {
     Placement p = (*s)->Schedule(MakePod("big", {{"cpu", "4"}, {"memory", "2Gi"}}));
     EXPECT_EQ(p.node, "");
     EXPECT_EQ(p.message, "0/5 nodes are available: 3 Insufficient cpu, 5 Insufficient memory.");
+  }
+}
+
+// What the queue's hints read: every plugin that rejected the pod somewhere, on every
+// path (per pod, batched, reference), as upstream's diagnosis records them.
+TEST(SchedulerTest, FailedCycleNamesItsRejectingPlugins) {
+  ObjectSet cluster;
+  for (int i = 0; i < 6; ++i) {
+    Node n = MakeNode("n" + std::to_string(i), {{"cpu", i < 2 ? "1" : "8"}, {"memory", "8Gi"}, {"pods", "110"}});
+    n.meta.labels["disk"] = i < 4 ? "ssd" : "hdd";
+    if (i >= 2 && i < 4) n.taints.push_back(Taint{"gpu", "", "NoSchedule"});
+    cluster.nodes.push_back(n);
+  }
+  Pod ssd = MakePod("ssd", {{"cpu", "2"}});
+  ssd.node_selector["disk"] = "ssd";
+  SchedulerConfig without_post_filter = DefaultSchedulerConfig();  // failed pods stay in the batched run
+  without_post_filter.profiles[0].post_filter.clear();
+  for (const SchedulerConfig& config : {DefaultSchedulerConfig(), without_post_filter}) {
+    for (Options o : BothSides()) {
+      for (int32_t batch : {1, 8}) {
+        o.batch = batch;
+        auto s = Scheduler::Create(cluster, config, o);
+        ASSERT_TRUE(s.ok());
+        std::vector<Placement> out = (*s)->ScheduleAll({ssd, ssd});
+        for (const Placement& p : out) {
+          EXPECT_EQ(p.node, "");
+          EXPECT_EQ(p.unschedulable_plugins,
+                    (std::vector<std::string>{"NodeAffinity", "NodeResourcesFit", "TaintToleration"}))
+              << p.message << " reference=" << o.reference << " batch=" << batch;
+        }
+        Placement fits = (*s)->Schedule(MakePod("small", {{"cpu", "1"}}));
+        EXPECT_FALSE(fits.node.empty());
+        EXPECT_TRUE(fits.unschedulable_plugins.empty());
+      }
+    }
   }
 }
 

@@ -34,7 +34,8 @@ bool Soak() {
 
 std::string Describe(const Placement& p) {
   std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, " feasible=", p.feasible,
-                           " score=", p.score);
+                           " score=", p.score, " rejected-by=");
+  for (const std::string& r : p.unschedulable_plugins) out += r + ",";
   if (p.preemption) {
     out += " nominated=" + p.preemption->nominated_node + " victims=";
     for (const std::string& v : p.preemption->victims) out += v + ",";

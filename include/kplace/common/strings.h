@@ -1,9 +1,11 @@
 #pragma once
 // String concatenation that takes std::string_view (Debian's Abseil keeps its own
 // string_view type, so absl::StrCat does not accept ours).
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace kplace {
 namespace strings_internal {
@@ -30,6 +32,13 @@ std::string StrCat(const Args&... args) {
   std::string out;
   (strings_internal::Append(out, args), ...);
   return out;
+}
+
+/** `v` sorted, each string once. */
+inline std::vector<std::string> SortedUnique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
 }
 
 }  // namespace kplace

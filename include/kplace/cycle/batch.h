@@ -51,6 +51,7 @@ class BatchCycle {
     engine::NodeIndex host = -1;  // snapshot index of the chosen node, -1 when not placed
     int32_t feasible = 0;
     int64_t score = 0;
+    std::vector<std::string> unschedulable_plugins;  // as Placement's
   };
 
   /** `order` is the scan (zone round-robin) order of snapshot indices and must outlive

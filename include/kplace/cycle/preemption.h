@@ -182,6 +182,9 @@ class ReferenceDryRunHost final : public DryRunHost {
   const std::vector<const Pod*>& PodsOn(int32_t node) const override;
   PluginStatus Filter(const Pod& pod, int32_t node, const std::vector<const Pod*>& removed) override;
   int64_t filter_calls() const override { return filter_calls_; }
+  /** The plugin that rejected the pod in the last Filter ("" after a success or an
+   *  earlier PreFilter rejection). */
+  const std::string& last_rejector() const;
 
  private:
   struct Impl;

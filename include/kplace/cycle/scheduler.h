@@ -100,6 +100,10 @@ struct Placement {
   bool other_scheduler = false;
   /** Held back by spec.schedulingGates (SchedulingGates' PreEnqueue); no cycle ran. */
   bool gated = false;
+  /** After a failed cycle, the plugins that rejected the pod at PreFilter or on some node
+   *  (upstream's UnschedulablePlugins and PendingPlugins), sorted: the plugins whose
+   *  queueing hints decide which cluster events retry it. */
+  std::vector<std::string> unschedulable_plugins;
 };
 
 class Scheduler {

@@ -22,6 +22,16 @@ struct PreFilterResult {
   bool restricted = false;
   std::vector<NodeIndex> allowed;  // sorted, when restricted
   std::vector<std::string> restricting_plugins;
+
+  /** The plugins upstream records as rejecting the pod at PreFilter (its diagnosis'
+   *  UnschedulablePlugins): the one that stopped the pass when it was unresolvable, else
+   *  the restricting ones and the one that returned Unschedulable. */
+  std::vector<std::string> UnschedulablePlugins() const {
+    if (status.code == Code::kUnschedulableAndUnresolvable && !failed_plugin.empty()) return {failed_plugin};
+    std::vector<std::string> out = restricting_plugins;
+    if (status.IsRejected() && !failed_plugin.empty()) out.push_back(failed_plugin);
+    return out;
+  }
 };
 
 /** One PreFilter plugin's own answer, before the framework merges the answers. */
