@@ -10,8 +10,9 @@
 namespace kplace::cycle {
 namespace {
 
-// Whether an event of `kind` may retry waiting pods: no default plugin registers for the
-// kinds below (EventsToRegister), so upstream's queue moves no pod on them.
+// Whether an event of `kind` reaches the queue at all: no default plugin registers for the
+// kinds below (EventsToRegister), so upstream's queue moves no pod on them, not even one
+// without rejecting plugins.
 bool RetriesPods(const std::string& kind) {
   static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
                                         "PodDisruptionBudget", "PriorityClass"};
@@ -56,6 +57,18 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
         // binding. The placement stands.
         return absl::OkStatus();
       }
+      auto waiting = unschedulable_.find(key);
+      if (waiting != unschedulable_.end() && event.type == state::EventType::kModified) {
+        HintEvent self;
+        self.type = event.type;
+        self.kind = event.kind;
+        self.old_pod = &waiting->second.pod;
+        self.new_pod = &pod;
+        if (!WorthRequeuing(pod, waiting->second.plugins, self)) {
+          waiting->second.pod = pod;  // waits on, as it is now
+          return scheduler_->Apply(event);
+        }
+      }
       Forget(key);
       active_.push_back(pod);
       active_keys_.insert(key);
@@ -69,32 +82,72 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
     }
     // A pending pod bound elsewhere or deleted leaves the queue; the cluster sees the change.
     Flush();
+    Node old_node;
+    Pod old_pod;
+    const HintEvent hint = Before(event, &old_node, &old_pod);
     absl::Status s = scheduler_->Apply(event);
     if (!s.ok()) return s;
     if (pending_here) Forget(key);
+    Requeue(hint);
   } else {
     Flush();
+    Node old_node;
+    Pod old_pod;
+    const HintEvent hint = Before(event, &old_node, &old_pod);
     absl::Status s = scheduler_->Apply(event);
     if (!s.ok()) return s;
-    if (!RetriesPods(event.kind)) {
-      ++stats_.events;
-      return absl::OkStatus();
-    }
+    if (RetriesPods(event.kind)) Requeue(hint);
   }
   ++stats_.events;
-  Requeue();
   return absl::OkStatus();
 }
 
-
-
-void SchedulingQueue::Requeue() {
-  for (auto& [key, pod] : unschedulable_) {
-    active_.push_back(std::move(pod));
-    active_keys_.insert(key);
-    ++stats_.requeued;
+HintEvent SchedulingQueue::Before(const state::ClusterEvent& event, Node* old_node, Pod* old_pod) const {
+  HintEvent h;
+  h.type = event.type;
+  h.kind = event.kind;
+  if (unschedulable_.empty()) return h;  // nobody to ask
+  if (event.kind == "Node") {
+    const Node& n = event.object.nodes[0];
+    if (const Node* was = scheduler_->FindNode(n.meta.name)) {
+      *old_node = *was;
+      h.old_node = old_node;
+    }
+    if (event.type != state::EventType::kDeleted) h.new_node = &n;
+  } else if (event.kind == "Pod") {
+    const Pod& p = event.object.pods[0];
+    if (const Pod* was = scheduler_->FindBoundPod(ObjectKey(p.meta))) {
+      *old_pod = *was;
+      h.old_pod = old_pod;
+    } else if (event.type == state::EventType::kDeleted) {
+      h.old_pod = &p;  // a pending pod leaving (with its nomination, if any)
+    }
+    if (event.type != state::EventType::kDeleted) h.new_pod = &p;
   }
-  unschedulable_.clear();
+  return h;
+}
+
+bool SchedulingQueue::WorthRequeuing(const Pod& pod, const std::vector<std::string>& plugins,
+                                     const HintEvent& event) const {
+  for (const Profile& p : scheduler_->config().profiles) {
+    if (p.scheduler_name == pod.scheduler_name) {
+      return IsPodWorthRequeuing(pod, plugins, event, p, scheduler_->options().gates);
+    }
+  }
+  return true;
+}
+
+void SchedulingQueue::Requeue(const HintEvent& event) {
+  for (auto it = unschedulable_.begin(); it != unschedulable_.end();) {
+    if (!WorthRequeuing(it->second.pod, it->second.plugins, event)) {
+      ++it;
+      continue;
+    }
+    active_.push_back(std::move(it->second.pod));
+    active_keys_.insert(it->first);
+    ++stats_.requeued;
+    it = unschedulable_.erase(it);
+  }
 }
 
 bool SchedulingQueue::Flush() {
@@ -128,7 +181,7 @@ bool SchedulingQueue::Flush() {
     if (r.gated) {
       gated_[ObjectKey(pod.meta)] = pod;
     } else if (r.node.empty() && !r.other_scheduler) {
-      unschedulable_[ObjectKey(pod.meta)] = pod;
+      unschedulable_[ObjectKey(pod.meta)] = Waiting{pod, r.unschedulable_plugins};
     }
   }
   return !stopped;

@@ -322,6 +322,19 @@ class CycleScheduler final : public Scheduler {
     return it == nominated_.end() ? nullptr : &it->second;
   }
 
+  const Node* FindNode(const std::string& name) const override {
+    auto it = node_index_.find(name);
+    return it == node_index_.end() ? nullptr : &objects().nodes[it->second];
+  }
+
+  const Pod* FindBoundPod(const std::string& key) const override {
+    auto it = pods_.find(key);
+    return it == pods_.end() ? nullptr : it->second.pod;
+  }
+
+  const SchedulerConfig& config() const override { return config_; }
+  const Options& options() const override { return options_; }
+
   std::vector<std::string> CompleteDeletions() override {
     std::vector<std::string> gone;
     // In the order the pods entered the cluster, as a fresh scheduler would list them.

@@ -56,6 +56,31 @@ TEST_F(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
   EXPECT_EQ(queue.waiting(), 0u);
 }
 
+// Only events the rejecting plugin's hint can call helpful retry a pod: for a pod too big
+// for every node (NodeResourcesFit), not a label change, not a node too small for it
+// either, but a bound pod's delete; the attempts show which ones were tried.
+TEST_F(SchedulingQueueTest, HintsOfTheRejectingPluginsDecideWhatRetries) {
+  SchedulingQueue queue(scheduler_.get());
+  ASSERT_TRUE(queue.Add(MakePod("filler", {{"cpu", "600m"}})).ok());
+  queue.Flush();
+  ASSERT_EQ(queue.Results()[0].node, "small");
+  ASSERT_TRUE(queue.Add(MakePod("half", {{"cpu", "600m"}})).ok());
+  queue.Flush();
+  ASSERT_EQ(queue.Results()[1].unschedulable_plugins, std::vector<std::string>{"NodeResourcesFit"});
+  Node relabelled = cluster_.nodes[0];
+  relabelled.meta.labels["team"] = "a";
+  ASSERT_TRUE(queue.Apply(NodeEvent(EventType::kModified, relabelled)).ok());
+  ASSERT_TRUE(queue.Apply(NodeEvent(EventType::kAdded, MakeNode("tiny", {{"cpu", "500m"}, {"pods", "10"}}))).ok());
+  EXPECT_EQ(queue.stats().requeued, 0);
+  Pod filler = MakePod("filler", {{"cpu", "600m"}});
+  filler.node_name = "small";
+  ASSERT_TRUE(queue.Apply(PodEvent(EventType::kDeleted, filler)).ok());
+  EXPECT_EQ(queue.stats().requeued, 1);
+  queue.Flush();
+  EXPECT_EQ(queue.Results()[1].node, "small");
+  EXPECT_EQ(queue.Results()[1].attempts, 2);
+}
+
 // A gated pod waits through cluster events; its own update lifting the gate schedules it.
 TEST_F(SchedulingQueueTest, GatedPodsWaitForTheirOwnUpdate) {
   SchedulingQueue queue(scheduler_.get());

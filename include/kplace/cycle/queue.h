@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "kplace/cycle/queueing_hints.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/state/event.h"
 
@@ -36,11 +37,12 @@ class SchedulingQueue {
    * an updated one replaces its queued or waiting copy and is tried again (a scheduling
    * gate removed, say), a deleted one leaves. Every other event first lets the active
    * queue be scheduled (the pods arrived before the change), then reaches the scheduler
-   * (Scheduler::Apply) and moves every pod waiting as unschedulable back to the active
-   * queue: without queueing hints, any change may let a pod fit. Gated pods stay: only their
-   * own update can remove a gate (upstream's SchedulingGates hint). Kinds no default plugin
-   * registers for (Services, workloads, PodDisruptionBudgets, PriorityClasses) retry no pod,
-   * and a pending pod without a nomination that is deleted just leaves (no flush first).
+   * (Scheduler::Apply) and moves the pods waiting as unschedulable that upstream's queueing
+   * hints would retry back to the active queue: those of which a rejecting plugin says the
+   * change may let them fit (IsPodWorthRequeuing). Gated pods stay: only their own update
+   * can remove a gate. A waiting pod's own update retries it only when its hints say so;
+   * otherwise the new copy waits. A pending pod without a nomination that is deleted just
+   * leaves (no flush first).
    * @return the scheduler's error (nothing applied), or AlreadyExists for a pending pod
    * added twice.
    */
@@ -56,7 +58,10 @@ class SchedulingQueue {
   const QueueStats& stats() const { return stats_; }
 
  private:
-  void Requeue();
+  void Requeue(const HintEvent& event);
+  bool WorthRequeuing(const Pod& pod, const std::vector<std::string>& plugins, const HintEvent& event) const;
+  /** The event as hints see it, with the object it changes as it was before (`*old`). */
+  HintEvent Before(const state::ClusterEvent& event, Node* old_node, Pod* old_pod) const;
   void Forget(const std::string& key);
   bool Pending(const std::string& key) const;
 
@@ -64,7 +69,11 @@ class SchedulingQueue {
   std::function<bool(const Placement&)> each_;
   std::vector<Pod> active_;                     // arrival order; ScheduleAll sorts
   std::set<std::string> active_keys_;
-  std::map<std::string, Pod> unschedulable_;    // tried, did not fit, by key
+  struct Waiting {
+    Pod pod;
+    std::vector<std::string> plugins;  // Placement::unschedulable_plugins of its last attempt
+  };
+  std::map<std::string, Waiting> unschedulable_;  // tried, did not fit, by key
   std::map<std::string, Pod> gated_;            // held by scheduling gates, by key
   std::map<std::string, size_t> slot_;          // key -> index in results_
   std::vector<Placement> results_;

@@ -133,6 +133,15 @@ class Scheduler {
   virtual void Nominate(const Pod& pod) = 0;
   /** The recorded nomination of the pod with key namespace/name; null when none. */
   virtual const Pod* Nomination(const std::string& key) const = 0;
+  /** The node named `name` as the scheduler holds it now; null when none. Valid until the
+   *  next change. */
+  virtual const Node* FindNode(const std::string& name) const = 0;
+  /** The pod with a node (bound, or waiting for its node) with key namespace/name; null
+   *  when none. Valid until the next change. */
+  virtual const Pod* FindBoundPod(const std::string& key) const = 0;
+  /** The configuration and options the scheduler was created with. */
+  virtual const SchedulerConfig& config() const = 0;
+  virtual const Options& options() const = 0;
   /** The deletion of the pods preemption made terminate completes: they leave the cluster.
    *  Returns their keys. */
   virtual std::vector<std::string> CompleteDeletions() = 0;
