@@ -187,27 +187,138 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string>& e
   return ++revision_;
 }
 
-absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, std::optional<uint64_t> expected) {
-  KPLACE_RETURN_IF_ERROR(Check(expected));
-  KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
+struct PlacementState::RequestPods {
   ObjectSet decoded;
-  std::map<std::string, json> raw;
-  decoded.pods.reserve(items.size());
+  std::map<std::string, json> raw;               // pod key -> JSON (keep_json)
+  std::map<std::string, GangSpec> pod_groups;    // PodGroup ns/name -> gang
+  std::vector<std::string> group_of;             // per pod: its PodGroup's ns/name, or ""
+};
+
+absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::string_view text, bool keep_json) const {
+  KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
+  RequestPods out;
+  out.decoded.pods.reserve(items.size());
+  std::map<std::string, std::string> named;  // member -> where its reference was read
   for (auto& [item, where] : items) {
-    if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod"));
-    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &decoded));
-    const Pod& p = decoded.pods.back();
-    if (!p.node_name.empty()) {
-      return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", ObjectKey(p.meta), " is already bound to ", p.node_name));
+    if (item.contains("kind") && item["kind"] == "PodGroup") {
+      // scheduling.k8s.io PodGroup: only its gang policy matters here.
+      const std::string ns = Field(item, "metadata", "namespace");
+      const std::string key = StrCat(ns.empty() ? "default" : ns, "/", Field(item, "metadata", "name"));
+      const json* policy = item.contains("spec") && item["spec"].is_object() && item["spec"].contains("schedulingPolicy")
+                               ? &item["spec"]["schedulingPolicy"]
+                               : nullptr;
+      if (!policy || !policy->is_object() || !policy->contains("gang")) continue;  // a basic policy: no gang
+      const json& gang = (*policy)["gang"];
+      if (!gang.is_object() || !gang.contains("minCount") || !gang["minCount"].is_number_integer() ||
+          gang["minCount"].get<int64_t>() < 1 || gang["minCount"].get<int64_t>() > (1 << 30)) {
+        return absl::InvalidArgumentError(
+            StrCat(where, ": PodGroup ", key, ": spec.schedulingPolicy.gang.minCount: must be a positive integer"));
+      }
+      GangSpec g{key, static_cast<int32_t>(gang["minCount"].get<int64_t>()), {}};
+      if (!out.pod_groups.emplace(key, std::move(g)).second) {
+        return absl::InvalidArgumentError(StrCat(where, ": PodGroup ", key, " is given twice"));
+      }
+      continue;
     }
+    if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod or a PodGroup"));
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &out.decoded));
+    const Pod& p = out.decoded.pods.back();
+    const std::string key = ObjectKey(p.meta);
+    if (!p.node_name.empty()) {
+      return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", key, " is already bound to ", p.node_name));
+    }
+    std::string group;
+    if (item["spec"].contains("schedulingGroup") && item["spec"]["schedulingGroup"].is_object()) {
+      const json& g = item["spec"]["schedulingGroup"];
+      if (g.contains("podGroupName")) {
+        if (!g["podGroupName"].is_string() || g["podGroupName"].get<std::string>().empty()) {
+          return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, ": spec.schedulingGroup.podGroupName: must be a name"));
+        }
+        group = StrCat(p.meta.namespace_, "/", g["podGroupName"].get<std::string>());
+        named[key] = where;
+      }
+    }
+    out.group_of.push_back(group);
     // A dry run keeps nothing; a commit keeps each placed pod's JSON for Snapshot.
-    auto [at, fresh] = raw.emplace(ObjectKey(p.meta), dry_run ? json() : std::move(item));
-    if (!fresh) return absl::InvalidArgumentError(StrCat(where, ": Pod ", ObjectKey(p.meta), " is given twice"));
+    auto [at, fresh] = out.raw.emplace(key, keep_json ? std::move(item) : json());
+    if (!fresh) return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, " is given twice"));
   }
-  KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &decoded.pods, "pods"));
+  for (size_t k = 0; k < out.decoded.pods.size(); ++k) {
+    if (out.group_of[k].empty()) continue;
+    auto g = out.pod_groups.find(out.group_of[k]);
+    const std::string key = ObjectKey(out.decoded.pods[k].meta);
+    if (g == out.pod_groups.end()) {
+      return absl::InvalidArgumentError(StrCat(named.at(key), ": Pod ", key, ": spec.schedulingGroup.podGroupName: PodGroup ",
+                                               out.group_of[k], " with a gang policy is not in the request"));
+    }
+    g->second.pods.push_back(key);
+  }
+  KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &out.decoded.pods, "pods"));
+  return out;
+}
+
+absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, std::optional<uint64_t> expected,
+                                                        const std::vector<GangSpec>& request_gangs) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, !dry_run));
+  const std::vector<Pod>& pods = req.decoded.pods;
+  std::map<std::string, size_t> index;
+  for (size_t k = 0; k < pods.size(); ++k) index[ObjectKey(pods[k].meta)] = k;
+  // Every gang, and each pod's gang (-1: none).
+  std::vector<GangSpec> gangs;
+  for (auto& [key, g] : req.pod_groups) {
+    if (!g.pods.empty()) gangs.push_back(std::move(g));
+  }
+  for (size_t k = 0; k < request_gangs.size(); ++k) {
+    const GangSpec& g = request_gangs[k];
+    const std::string where = StrCat("gangs[", k, "] ", g.name);
+    if (g.min_count < 1) return absl::InvalidArgumentError(StrCat(where, ": minCount: must be at least 1"));
+    for (const std::string& member : g.pods) {
+      if (!index.count(member)) return absl::InvalidArgumentError(StrCat(where, ": pods: ", member, " is not among the request's pods"));
+    }
+    gangs.push_back(g);
+  }
+  std::vector<int32_t> gang_of(pods.size(), -1);
+  for (size_t g = 0; g < gangs.size(); ++g) {
+    for (const std::string& member : gangs[g].pods) {
+      int32_t& slot = gang_of[index.at(member)];
+      if (slot >= 0) return absl::InvalidArgumentError(StrCat("Pod ", member, " is a member of two gangs (", gangs[slot].name, ", ", gangs[g].name, ")"));
+      slot = static_cast<int32_t>(g);
+    }
+  }
+
   ScheduleResult out;
   if (dry_run) KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
-  out.placements = scheduler_->ScheduleAll(decoded.pods);
+  const std::vector<size_t> order = cycle::QueueOrder(pods);
+  std::vector<cycle::Placement> placed(pods.size());
+  std::vector<size_t> run;  // consecutive pods of no gang, scheduled together
+  auto flush = [&] {
+    if (run.empty()) return;
+    std::vector<Pod> batch;
+    for (size_t k : run) batch.push_back(pods[k]);
+    std::vector<cycle::Placement> r = scheduler_->ScheduleAll(batch);
+    for (size_t j = 0; j < run.size(); ++j) placed[run[j]] = std::move(r[j]);
+    run.clear();
+  };
+  std::vector<bool> done(gangs.size(), false);
+  for (size_t k : order) {
+    if (gang_of[k] < 0) {
+      run.push_back(k);
+      continue;
+    }
+    const int32_t g = gang_of[k];
+    if (done[g]) continue;
+    done[g] = true;
+    flush();
+    std::vector<size_t> members;
+    for (size_t m : order) {
+      if (gang_of[m] == g) members.push_back(m);
+    }
+    KPLACE_ASSIGN_OR_RETURN(GangResult r, PlaceGang(gangs[g], pods, members, &placed));
+    out.gangs.push_back(std::move(r));
+  }
+  flush();
+  for (size_t k : order) out.placements.push_back(std::move(placed[k]));
   if (dry_run) {
     KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
     out.revision = revision_;
@@ -215,12 +326,66 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   }
   for (const cycle::Placement& p : out.placements) {
     if (p.node.empty()) continue;
-    json pod = std::move(raw.at(p.pod));
+    json pod = std::move(req.raw.at(p.pod));
     pod["spec"]["nodeName"] = p.node;
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
   }
   out.revision = ++revision_;
+  return out;
+}
+
+absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
+                                                    const std::vector<size_t>& members,
+                                                    std::vector<cycle::Placement>* placed) {
+  GangResult r;
+  r.name = gang.name;
+  r.min_count = gang.min_count;
+  KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  std::vector<Pod> batch;
+  for (size_t m : members) batch.push_back(pods[m]);
+  std::vector<cycle::Placement> got = scheduler_->ScheduleAll(batch);
+  for (size_t j = 0; j < members.size(); ++j) {
+    if (!got[j].node.empty()) {
+      ++r.placed_count;
+    } else if (r.first_unplaced.empty()) {
+      r.first_unplaced = got[j].pod;
+      r.reason = got[j].message;
+    }
+  }
+  r.placed = r.placed_count >= gang.min_count;
+  if (r.placed) {
+    KPLACE_RETURN_IF_ERROR(scheduler_->Commit());
+  } else {
+    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+    if (r.first_unplaced.empty()) r.reason = StrCat("the gang has ", members.size(), " members");
+    const std::string why = StrCat("gang ", gang.name, ": ", r.placed_count, " of ", members.size(),
+                                   " members placed, minCount ", gang.min_count,
+                                   r.first_unplaced.empty() ? "" : StrCat("; first unplaced: ", r.first_unplaced, ": ", r.reason));
+    for (cycle::Placement& p : got) {
+      p.node.clear();
+      p.score = 0;
+      p.preemption.reset();
+      if (p.code == Code::kSuccess) p.code = Code::kUnschedulable;
+      p.message = p.message.empty() ? why : StrCat(why, " (this pod: ", p.message, ")");
+    }
+    r.placed_count = 0;
+  }
+  for (size_t j = 0; j < members.size(); ++j) (*placed)[members[j]] = std::move(got[j]);
+  return r;
+}
+
+absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, std::optional<uint64_t> expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, /*keep_json=*/false));
+  ScheduleResult out;
+  out.revision = revision_;
+  out.placements.reserve(req.decoded.pods.size());
+  for (const Pod& pod : req.decoded.pods) {
+    KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+    out.placements.push_back(std::move(scheduler_->ScheduleAll({pod})[0]));
+    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+  }
   return out;
 }
 

@@ -81,24 +81,33 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status Schedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    std::vector<GangSpec> gangs;
+    for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN,
-                             Expected(req->has_expected_revision(), req->expected_revision()));
+                             Expected(req->has_expected_revision(), req->expected_revision()), gangs);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
-    for (const cycle::Placement& p : r->placements) {
-      v1::PodPlacement* out = resp->add_placements();
-      out->set_pod(p.pod);
-      out->set_node(p.node);
-      out->set_code(CodeName(p.code));
-      out->set_message(p.message);
-      out->set_feasible(p.feasible);
-      out->set_score(p.score);
-      if (p.preemption) {
-        out->set_nominated_node(p.preemption->nominated_node);
-        for (const std::string& v : p.preemption->victims) out->add_victims(v);
-      }
+    for (const cycle::Placement& p : r->placements) Fill(p, resp->add_placements());
+    for (const GangResult& g : r->gangs) {
+      v1::GangResult* out = resp->add_gangs();
+      out->set_name(g.name);
+      out->set_placed(g.placed);
+      out->set_placed_count(g.placed_count);
+      out->set_min_count(g.min_count);
+      out->set_first_unplaced(g.first_unplaced);
+      out->set_reason(g.reason);
     }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Evaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) override {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto r = state_.Evaluate(req->pods(), Expected(req->has_expected_revision(), req->expected_revision()));
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(r->revision);
+    for (const cycle::Placement& p : r->placements) Fill(p, resp->add_results());
     return grpc::Status::OK;
   }
 
@@ -122,6 +131,19 @@ class PlacementService final : public v1::Placement::Service {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "a bearer token is required (authorization: Bearer <token>)");
     }
     return grpc::Status::OK;
+  }
+
+  static void Fill(const cycle::Placement& p, v1::PodPlacement* out) {
+    out->set_pod(p.pod);
+    out->set_node(p.node);
+    out->set_code(CodeName(p.code));
+    out->set_message(p.message);
+    out->set_feasible(p.feasible);
+    out->set_score(p.score);
+    if (p.preemption) {
+      out->set_nominated_node(p.preemption->nominated_node);
+      for (const std::string& v : p.preemption->victims) out->add_victims(v);
+    }
   }
 
   grpc::Status ApplyEvents(const std::vector<std::string>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {

@@ -142,6 +142,41 @@ class ServeTest(unittest.TestCase):
         streamed = self.stub.ApplyStream(iter([pb.ApplyRequest(events=[event("ADDED", node(f"s{k}"))]) for k in range(5)]))
         self.assertEqual((streamed.revision, streamed.applied), (rev + 2, 5))
 
+    def test_gangs(self):
+        # a: 4 CPUs, b: 2. A PodGroup of three 2-CPU workers fits (two on a, one on b);
+        # a request gang of two 3-CPU pods cannot (only a has 3 left... after the first, nothing).
+        rev = self.reset_small()
+        group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                 "metadata": {"name": "train", "namespace": "default"},
+                 "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
+        workers = [dict(pod(f"w{k}", "2"), spec=dict(pod(f"w{k}", "2")["spec"], schedulingGroup={"podGroupName": "train"}))
+                   for k in range(3)]
+        r = self.stub.Schedule(pb.ScheduleRequest(pods=listing([group] + workers), mode=pb.COMMIT))
+        self.assertEqual([(g.name, g.placed, g.placed_count) for g in r.gangs], [("default/train", True, 3)])
+        self.assertTrue(all(p.node for p in r.placements))
+        self.assertEqual(r.revision, rev + 1)
+        fail = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("x0", "1"), pod("x1", "1")]), mode=pb.COMMIT,
+                                                     gangs=[pb.Gang(name="pair", min_count=2, pods=["default/x0", "default/x1"])]))
+        self.assertFalse(fail.gangs[0].placed)
+        self.assertEqual(fail.gangs[0].first_unplaced, "default/x0")
+        self.assertIn("Insufficient cpu", fail.gangs[0].reason)
+        self.assertEqual([p.node for p in fail.placements], ["", ""])
+        self.assertIn("gang pair: 0 of 2 members placed, minCount 2", fail.placements[1].message)
+        names = sorted(o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "Pod")
+        self.assertEqual(names, ["w0", "w1", "w2"])
+
+    def test_evaluate(self):
+        rev = self.reset_small()
+        r = self.stub.Evaluate(pb.EvaluateRequest(pods=listing([pod("e1", "3"), pod("e2", "3"), pod("e3", "9")]),
+                                                  expected_revision=rev))
+        self.assertEqual(r.revision, rev)
+        # Each alone: both 3-CPU pods fit on a (they would not together); 9 CPUs fit nowhere.
+        self.assertEqual([(p.pod, p.node) for p in r.results], [("default/e1", "a"), ("default/e2", "a"), ("default/e3", "")])
+        self.assertEqual(r.results[0].feasible, 1)
+        self.assertIn("Insufficient cpu", r.results[2].message)
+        self.assertEqual(self.snapshot()[0], rev)
+        self.assertEqual([o for o in self.snapshot()[1]["items"] if o["kind"] == "Pod"], [])
+
     def test_bad_input_changes_nothing(self):
         rev = self.reset_small()
         cases = [
@@ -150,6 +185,9 @@ class ServeTest(unittest.TestCase):
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("bound"), spec={"nodeName": "a", "containers": []})]))),
             (self.stub.Apply, pb.ApplyRequest(events=['{"type":"ADDED","object":{"kind":"Gadget","metadata":{"name":"g"}}}'])),
             (self.stub.Reset, pb.ResetRequest(objects=listing([node("a")]), config="kind: Nonsense")),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="g", min_count=1, pods=["default/nope"])])),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("m"), spec=dict(pod("m")["spec"], schedulingGroup={"podGroupName": "missing"}))]))),
+            (self.stub.Evaluate, pb.EvaluateRequest(pods="[1, 2")),
         ]
         for call, req in cases:
             with self.assertRaises(grpc.RpcError) as e:

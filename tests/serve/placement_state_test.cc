@@ -81,6 +81,71 @@ TEST(PlacementStateTest, ResetScheduleApplySnapshot) {
   EXPECT_EQ(before->placements[0].score, after->placements[0].score);
 }
 
+std::string GroupMember(const std::string& name, const std::string& cpu, const std::string& group) {
+  std::string pod = PodJson(name, cpu);
+  return pod.replace(pod.find(R"("spec":{)"), 8, StrCat(R"("spec":{"schedulingGroup":{"podGroupName":")", group, R"("},)"));
+}
+
+std::string PodGroupJson(const std::string& name, int min_count) {
+  return StrCat(R"({"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup","metadata":{"name":")", name,
+                R"(","namespace":"default"},"spec":{"schedulingPolicy":{"gang":{"minCount":)", min_count, "}}}}");
+}
+
+// Two nodes of 4 CPUs: a gang of three 3-CPU pods places at most two members.
+TEST(PlacementStateTest, GangsAreAllOrNothing) {
+  PlacementState s;
+  ASSERT_TRUE(s.Reset(List({NodeJson("a", "4"), NodeJson("b", "4")}), "").ok());
+  const uint64_t rev = s.revision();
+  // The PodGroup form: minCount 3 cannot be met; nothing is kept, the reply names the member.
+  auto fail = s.Schedule(List({PodGroupJson("train", 3), GroupMember("w0", "3", "train"), GroupMember("w1", "3", "train"),
+                               GroupMember("w2", "3", "train"), PodJson("solo", "1")}),
+                         false, std::nullopt);
+  ASSERT_TRUE(fail.ok()) << fail.status();
+  ASSERT_EQ(fail->gangs.size(), 1u);
+  EXPECT_EQ(fail->gangs[0].name, "default/train");
+  EXPECT_FALSE(fail->gangs[0].placed);
+  EXPECT_EQ(fail->gangs[0].first_unplaced, "default/w2");
+  EXPECT_NE(fail->gangs[0].reason.find("Insufficient cpu"), std::string::npos) << fail->gangs[0].reason;
+  for (const cycle::Placement& p : fail->placements) {
+    if (p.pod == "default/solo") {
+      EXPECT_FALSE(p.node.empty());  // not in the gang: placed after it failed
+    } else {
+      EXPECT_TRUE(p.node.empty()) << p.pod;
+      EXPECT_NE(p.message.find("gang default/train: 2 of 3 members placed, minCount 3"), std::string::npos) << p.message;
+    }
+  }
+  EXPECT_EQ(s.revision(), rev + 1);
+  // The request-field form: minCount 2 is met, the two placed members are kept.
+  auto ok = s.Schedule(List({PodJson("x0", "3"), PodJson("x1", "3"), PodJson("x2", "3")}), false, std::nullopt,
+                       {GangSpec{"pair", 2, {"default/x0", "default/x1", "default/x2"}}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  ASSERT_EQ(ok->gangs.size(), 1u);
+  EXPECT_TRUE(ok->gangs[0].placed);
+  EXPECT_EQ(ok->gangs[0].placed_count, 2);  // one per node (solo's 1 CPU leaves 3)
+  EXPECT_EQ(ok->gangs[0].first_unplaced, "default/x2");
+  EXPECT_FALSE(ok->placements[0].node.empty());
+  EXPECT_FALSE(ok->placements[1].node.empty());
+  EXPECT_TRUE(ok->placements[2].node.empty());
+  EXPECT_EQ(Names(s.Snapshot(), "Pod").size(), 3u);  // solo, x0, x1
+}
+
+// Each pod of an Evaluate is decided against the same state: two pods that each fit alone
+// both fit, though together they would not; nothing changes.
+TEST(PlacementStateTest, EvaluateDecidesEachPodAlone) {
+  PlacementState s;
+  ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());
+  const uint64_t rev = s.revision();
+  auto r = s.Evaluate(List({PodJson("p", "3"), PodJson("q", "3"), PodJson("big", "5")}), rev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->placements.size(), 3u);
+  EXPECT_EQ(r->placements[0].node, "a");
+  EXPECT_EQ(r->placements[1].node, "a");
+  EXPECT_EQ(r->placements[2].node, "");
+  EXPECT_EQ(r->placements[2].message, "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.");
+  EXPECT_EQ(s.revision(), rev);
+  EXPECT_EQ(Names(s.Snapshot(), "Pod"), std::vector<std::string>{});
+}
+
 TEST(PlacementStateTest, BadRequestsNameTheObjectAndChangeNothing) {
   PlacementState s;
   ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());

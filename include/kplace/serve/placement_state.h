@@ -24,9 +24,26 @@ struct ResetResult {
   int32_t nodes = 0, bound_pods = 0, pending_pods = 0;
 };
 
+/** Pods placed all or nothing: at least `min_count` of `pods` (namespace/name) or none. */
+struct GangSpec {
+  std::string name;
+  int32_t min_count = 0;
+  std::vector<std::string> pods;
+};
+
+struct GangResult {
+  std::string name;  // namespace/name for a PodGroup, else the request's name
+  bool placed = false;
+  int32_t placed_count = 0;  // members placed (kept only when `placed`)
+  int32_t min_count = 0;
+  std::string first_unplaced;  // the first member in queue order that found no node
+  std::string reason;          // its message, or why the gang could not start
+};
+
 struct ScheduleResult {
   uint64_t revision = 0;
   std::vector<cycle::Placement> placements;  // queue order
+  std::vector<GangResult> gangs;             // in the order their first member came
 };
 
 class PlacementState {
@@ -42,8 +59,16 @@ class PlacementState {
    *  is refused: then nothing is applied. Returns the new revision. */
   absl::StatusOr<uint64_t> Apply(const std::vector<std::string>& events, std::optional<uint64_t> expected);
   /** @brief Schedules `pods` (pending pods as Reset reads objects) in queue order. A dry
-   *  run decides as a commit would and leaves the state and revision as they were. */
-  absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, std::optional<uint64_t> expected);
+   *  run decides as a commit would and leaves the state and revision as they were.
+   *  Gangs (`gangs`, and PodGroups in `pods` whose schedulingPolicy is gang, named by their
+   *  members' spec.schedulingGroup.podGroupName) are placed at their first member's turn:
+   *  their members in queue order, each with the normal cycle; at least minCount placed
+   *  are kept together, else none is (the members report the gang's failure). */
+  absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, std::optional<uint64_t> expected,
+                                          const std::vector<GangSpec>& gangs = {});
+  /** @brief Each of `pods` decided alone against the current state (no binds between
+   *  them, as if it were the only pending pod); the state does not change. */
+  absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, std::optional<uint64_t> expected);
   /** The objects now as one v1 List: nodes in node-tree order, then the other kinds as
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */
   nlohmann::json Snapshot() const;
@@ -61,6 +86,13 @@ class PlacementState {
     bool was_pending = false;
   };
   absl::Status Check(std::optional<uint64_t> expected) const;
+  // The pending pods of a request, decoded with their priorities, each pod's JSON when
+  // `keep_json`, and the request's PodGroups with the members that name them.
+  struct RequestPods;
+  absl::StatusOr<RequestPods> DecodeRequest(std::string_view text, bool keep_json) const;
+  // Places `members` (indices into `pods`, queue order) of `gang` all or nothing, into `placed`.
+  absl::StatusOr<GangResult> PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
+                                       const std::vector<size_t>& members, std::vector<cycle::Placement>* placed);
   absl::Status ApplyOne(const std::string& text, const std::string& where, std::vector<MirrorUndo>* undo);
   void Rollback(std::vector<MirrorUndo>* undo);
 
