@@ -21,9 +21,11 @@ int RunServe(int argc, char** argv) {
   std::string& tls_key = flags.String("tls-key", "", "TLS private key (PEM)");
   std::string& client_ca = flags.String("client-ca", "", "CA (PEM) that client certificates must be signed by (mutual TLS)");
   std::string& token_file = flags.String("token-file", "", "file holding the bearer token every call must send");
+  std::string& metrics_listen = flags.String("metrics-listen", "", "serve Prometheus metrics (GET /metrics, plain HTTP) on HOST:PORT; default off");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   serve::ServerOptions options;
   options.listen = listen;
+  options.metrics_listen = metrics_listen;
   if (!ParseBackend(backend, &options.scheduler.backend)) return 2;
   if (batch < 1 || max_mb < 1 || max_mb > 2047) {
     std::fprintf(stderr, "kplace serve: --batch must be >= 1 and --max-message-mb between 1 and 2047\n");

@@ -11,9 +11,12 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
 
 #include "kplace/common/strings.h"
 #include "kplace/framework/types.h"
+#include "kplace/serve/metrics.h"
 #include "kplace/serve/placement_state.h"
 #include "kplace/v1/placement.grpc.pb.h"
 
@@ -41,12 +44,63 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 std::optional<uint64_t> Expected(bool has, uint64_t value) { return has ? std::optional<uint64_t>(value) : std::nullopt; }
 
+const char* GrpcCodeName(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    default: return "OTHER";
+  }
+}
+
+int64_t Placed(const std::vector<cycle::Placement>& placements) {
+  int64_t n = 0;
+  for (const cycle::Placement& p : placements) n += !p.node.empty();
+  return n;
+}
+
 // Every call holds the one lock: writes apply in revision order, reads see one revision.
 class PlacementService final : public v1::Placement::Service {
  public:
-  PlacementService(const cycle::Options& options, std::string token) : state_(options), token_(std::move(token)) {}
+  PlacementService(const cycle::Options& options, std::string token, Metrics* metrics)
+      : state_(options), token_(std::move(token)), metrics_(metrics) {}
 
   grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
+    return Observed("Reset", [&] { return DoReset(ctx, req, resp); });
+  }
+  grpc::Status Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) override {
+    return Observed("Apply", [&] { return DoApply(ctx, req, resp); });
+  }
+  grpc::Status ApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
+                           v1::ApplyResponse* resp) override {
+    return Observed("ApplyStream", [&] { return DoApplyStream(ctx, reader, resp); });
+  }
+  grpc::Status Schedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
+    return Observed("Schedule", [&] { return DoSchedule(ctx, req, resp); });
+  }
+  grpc::Status Evaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) override {
+    return Observed("Evaluate", [&] { return DoEvaluate(ctx, req, resp); });
+  }
+  grpc::Status Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req, v1::SnapshotResponse* resp) override {
+    return Observed("Snapshot", [&] { return DoSnapshot(ctx, req, resp); });
+  }
+
+ private:
+  // Every call is counted by its status code and timed, lock wait included.
+  template <typename F>
+  grpc::Status Observed(const char* call, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::Status s = f();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    metrics_->ObserveCall(call, GrpcCodeName(s.error_code()), took.count());
+    return s;
+  }
+
+  grpc::Status DoReset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Reset(req->objects(), req->config());
@@ -55,17 +109,18 @@ class PlacementService final : public v1::Placement::Service {
     resp->set_nodes(r->nodes);
     resp->set_bound_pods(r->bound_pods);
     resp->set_pending_pods(r->pending_pods);
+    metrics_->SetRevision(r->revision);
     return grpc::Status::OK;
   }
 
-  grpc::Status Apply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) override {
+  grpc::Status DoApply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     return ApplyEvents({req->events().begin(), req->events().end()},
                        Expected(req->has_expected_revision(), req->expected_revision()), resp);
   }
 
-  grpc::Status ApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
-                           v1::ApplyResponse* resp) override {
+  grpc::Status DoApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
+                             v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     // Gathered first: a client that goes away mid-stream leaves nothing applied.
     std::vector<std::string> events;
@@ -79,7 +134,7 @@ class PlacementService final : public v1::Placement::Service {
     return ApplyEvents(events, expected, resp);
   }
 
-  grpc::Status Schedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) override {
+  grpc::Status DoSchedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::vector<GangSpec> gangs;
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
@@ -88,6 +143,10 @@ class PlacementService final : public v1::Placement::Service {
                              Expected(req->has_expected_revision(), req->expected_revision()), gangs);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
+    const int64_t placed = Placed(r->placements);
+    metrics_->PodsDecided(req->mode() == v1::DRY_RUN ? "DRY_RUN" : "COMMIT", placed,
+                          static_cast<int64_t>(r->placements.size()) - placed);
+    metrics_->SetRevision(r->revision);
     for (const cycle::Placement& p : r->placements) Fill(p, resp->add_placements());
     for (const GangResult& g : r->gangs) {
       v1::GangResult* out = resp->add_gangs();
@@ -101,17 +160,19 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Evaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) override {
+  grpc::Status DoEvaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Evaluate(req->pods(), Expected(req->has_expected_revision(), req->expected_revision()));
     if (!r.ok()) return ToGrpc(r.status());
+    const int64_t placed = Placed(r->placements);
+    metrics_->PodsDecided("EVALUATE", placed, static_cast<int64_t>(r->placements.size()) - placed);
     resp->set_revision(r->revision);
     for (const cycle::Placement& p : r->placements) Fill(p, resp->add_results());
     return grpc::Status::OK;
   }
 
-  grpc::Status Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) override {
+  grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
     if (!state_.ready()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no cluster yet: call Reset first");
@@ -120,7 +181,6 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
- private:
   // A wrong or missing token changes nothing: checked before any work.
   grpc::Status Authorize(const grpc::ServerContext* ctx) const {
     if (token_.empty()) return grpc::Status::OK;
@@ -152,12 +212,14 @@ class PlacementService final : public v1::Placement::Service {
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(*r);
     resp->set_applied(static_cast<int64_t>(events.size()));
+    metrics_->SetRevision(*r);
     return grpc::Status::OK;
   }
 
   std::mutex mu_;
   PlacementState state_;
   const std::string token_;
+  Metrics* metrics_;
 };
 
 std::shared_ptr<grpc::ServerCredentials> Credentials(const ServerOptions& o) {
@@ -180,8 +242,10 @@ bool IsLoopback(const std::string& address) {
 absl::Status CheckServerOptions(const ServerOptions& o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) return absl::InvalidArgumentError("TLS needs both a certificate and its key");
   if (!o.client_ca.empty() && o.tls_cert.empty()) return absl::InvalidArgumentError("a client CA needs TLS (a certificate and key)");
-  if (!IsLoopback(o.listen) && (o.tls_cert.empty() || o.token.empty())) {
-    return absl::InvalidArgumentError(StrCat(o.listen, ": an address beyond loopback needs TLS (certificate and key) and a token"));
+  for (const std::string& address : {o.listen, o.metrics_listen}) {
+    if (!address.empty() && !IsLoopback(address) && (o.tls_cert.empty() || o.token.empty())) {
+      return absl::InvalidArgumentError(StrCat(address, ": an address beyond loopback needs TLS (certificate and key) and a token"));
+    }
   }
   return absl::OkStatus();
 }
@@ -198,7 +262,21 @@ int RunServer(const ServerOptions& options, const std::function<void(int port)>&
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  PlacementService service(options.scheduler, options.token);
+  Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::string metrics_line;
+  if (!options.metrics_listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kplace serve: --metrics-listen %s: cannot listen: %s\n", options.metrics_listen.c_str(), e.what());
+      return 1;
+    }
+    exposer->RegisterCollectable(metrics.registry());
+    const std::vector<int> ports = exposer->GetListeningPorts();
+    metrics_line = StrCat(", metrics on ", options.metrics_listen, " (port ", ports.empty() ? 0 : ports[0], ")");
+  }
+  PlacementService service(options.scheduler, options.token, &metrics);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -211,9 +289,9 @@ int RunServer(const ServerOptions& options, const std::function<void(int port)>&
     std::fprintf(stderr, "kplace serve: cannot listen on %s\n", options.listen.c_str());
     return 1;
   }
-  std::fprintf(stderr, "kplace serve: listening on %s (port %d)%s%s\n", options.listen.c_str(), port,
+  std::fprintf(stderr, "kplace serve: listening on %s (port %d)%s%s%s\n", options.listen.c_str(), port,
                options.tls_cert.empty() ? "" : options.client_ca.empty() ? ", TLS" : ", mutual TLS",
-               options.token.empty() ? "" : ", bearer token");
+               options.token.empty() ? "" : ", bearer token", metrics_line.c_str());
   if (ready) ready(port);
   std::thread waiter([&] {
     int sig = 0;

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 import grpc
 from grpc_tools import protoc
@@ -56,7 +57,7 @@ def listing(items):
 class ServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc, port = start([])
+        cls.proc, port, cls.metrics_port = start([], metrics=True)
         cls.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         cls.stub = pb_grpc.PlacementStub(cls.channel)
 
@@ -177,6 +178,26 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(self.snapshot()[0], rev)
         self.assertEqual([o for o in self.snapshot()[1]["items"] if o["kind"] == "Pod"], [])
 
+    def test_metrics(self):
+        before = scrape(self.metrics_port)
+        rev = self.reset_small()
+        self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("m1", "1"), pod("m2", "99")]), mode=pb.COMMIT))
+        with self.assertRaises(grpc.RpcError):
+            self.stub.Schedule(pb.ScheduleRequest(pods="{bad"))
+        after = scrape(self.metrics_port)
+
+        def grew(name, **labels):
+            key = (name, frozenset(labels.items()))
+            return after.get(key, 0) - before.get(key, 0)
+
+        self.assertEqual(grew("kplace_requests_total", call="Reset", code="OK"), 1)
+        self.assertEqual(grew("kplace_requests_total", call="Schedule", code="OK"), 1)
+        self.assertEqual(grew("kplace_requests_total", call="Schedule", code="INVALID_ARGUMENT"), 1)
+        self.assertEqual(grew("kplace_pods_total", mode="COMMIT", result="placed"), 1)
+        self.assertEqual(grew("kplace_pods_total", mode="COMMIT", result="unplaced"), 1)
+        self.assertEqual(grew("kplace_request_duration_seconds_count", call="Schedule"), 2)
+        self.assertEqual(after[("kplace_revision", frozenset())], rev + 1)
+
     def test_bad_input_changes_nothing(self):
         rev = self.reset_small()
         cases = [
@@ -232,14 +253,29 @@ def self_signed(directory, name):
     return key, cert
 
 
-def start(args):
-    proc = subprocess.Popen([KPLACE, "serve", "--listen", "127.0.0.1:0"] + args, stderr=subprocess.PIPE, text=True)
+def start(args, metrics=False):
+    extra = ["--metrics-listen", "127.0.0.1:0"] if metrics else []
+    proc = subprocess.Popen([KPLACE, "serve", "--listen", "127.0.0.1:0"] + extra + args, stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     m = re.search(r"port (\d+)", line)
     if not m:
         proc.kill()
         raise RuntimeError(f"kplace serve did not start: {line!r}")
+    if metrics:
+        return proc, int(m.group(1)), int(re.search(r"metrics on \S+ \(port (\d+)\)", line).group(1))
     return proc, int(m.group(1))
+
+
+def scrape(port):
+    """The metrics page as {(name, frozenset(labels)): value}."""
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if m:
+            labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            out[(m.group(1), labels)] = float(m.group(3))
+    return out
 
 
 def stop(proc):
@@ -267,7 +303,7 @@ class SecureServeTest(unittest.TestCase):
 
     def test_beyond_loopback_needs_tls_and_a_token(self):
         for args in (["--listen", "0.0.0.0:0"], ["--listen", "0.0.0.0:0", "--tls-cert", self.cert, "--tls-key", self.key],
-                     ["--tls-cert", self.cert]):
+                     ["--tls-cert", self.cert], ["--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"]):
             r = subprocess.run([KPLACE, "serve"] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("kplace serve:", r.stderr)

@@ -17,10 +17,13 @@ struct ServerOptions {
   std::string tls_cert, tls_key, client_ca;
   // When set, every call but health checks needs `authorization: Bearer <token>`.
   std::string token;
+  // host:port of the Prometheus metrics page (plain HTTP, GET /metrics); empty: none.
+  std::string metrics_listen;
 };
 
 /** @brief Checks `options` before serving: TLS needs both a certificate and a key, and any
- *  address beyond loopback needs TLS and a token. InvalidArgument saying what is missing. */
+ *  address beyond loopback (the metrics page's too) needs TLS and a token for the service.
+ *  InvalidArgument saying what is missing. */
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 /** Whether `address` (host:port) names the loopback interface only. */
