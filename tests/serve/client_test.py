@@ -308,6 +308,24 @@ class SecureServeTest(unittest.TestCase):
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("kplace serve:", r.stderr)
 
+    def test_size_limit(self):
+        proc, port = start(["--max-message-mb", "1"])
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+                stub = pb_grpc.PlacementStub(ch)
+                rev = stub.Reset(pb.ResetRequest(objects=listing([node("a")]))).revision
+                big = listing([node("a")] + [dict(node(f"pad{k}"), metadata={"name": f"pad{k}", "labels": {"x": "y" * 2000}})
+                                             for k in range(600)])
+                self.assertGreater(len(big), 1 << 20)
+                with self.assertRaises(grpc.RpcError) as e:
+                    stub.Reset(pb.ResetRequest(objects=big))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+                s = stub.Snapshot(pb.SnapshotRequest())
+                self.assertEqual(s.revision, rev)
+                self.assertEqual([o["metadata"]["name"] for o in json.loads(s.objects)["items"]], ["a"])
+        finally:
+            stop(proc)
+
     def test_tls_and_token(self):
         proc, port = start(["--tls-cert", self.cert, "--tls-key", self.key, "--token-file", self.token_file])
         try:
