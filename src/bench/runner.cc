@@ -18,6 +18,7 @@
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/queue.h"
 #include "kplace/engine/plugin.h"
+#include "kplace/framework/types.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
 
@@ -76,16 +77,10 @@ SchedulerConfig BuiltDefaultConfig(engine::Backend backend, std::vector<std::str
 }
 
 struct Measured {
-  std::vector<cycle::Placement> placements;  // the measured pods', in the order first tried
-  std::vector<double> end_seconds;           // per placement: its last attempt, from the phase start
-};
-
-// What the measured phase holds besides its pods: pods the init phase left pending (queued
-// first, as they wait in upstream's queue), and cluster events, each to come after that
-// many measured pods have been queued (churn, pod deletions).
-struct Phase {
-  std::vector<Pod> carried;
-  std::vector<std::pair<int64_t, state::ClusterEvent>> events;
+  PhaseRun run;                     // every pod the queue decided: measured, carried, churned
+  std::vector<size_t> measured;     // the measured pods' indices in run.placements, in the order first tried
+  std::vector<double> end_seconds;  // per measured pod: its last attempt, from the phase start
+  const cycle::Placement& placement(size_t k) const { return run.placements[measured[k]]; }
 };
 
 // CPU time of every thread of the process: on a shared machine wall time also counts the
@@ -96,9 +91,8 @@ double ProcessCpuSeconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// Creates a scheduler over `cluster` and runs the phase through a scheduling queue: the
-// pods in queue order, the events where the phase puts them; stops after `budget` seconds
-// when positive.
+// Creates a scheduler over `cluster` and runs the phase (RunPhase) with the measured
+// `pods`; stops after `budget` seconds when positive.
 absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig& config, const cycle::Options& options,
                                  const std::vector<Pod>& pods, const Phase& phase, double budget, double window,
                                  engine::Backend backend, const BenchOptions& bench, RunStats* stats) {
@@ -125,7 +119,7 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   int64_t tried = 0;  // measured pods attempted at least once
   // One cycle per call; a preemptor's later attempts (after its victims are gone) count as
   // cycles too, and a measured pod counts as scheduled when one of them places it.
-  cycle::SchedulingQueue queue(scheduler.get(), [&](const cycle::Placement& p) {
+  auto each = [&](const cycle::Placement& p) {
     auto t1 = Clock::now();
     latencies.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
     double at = Seconds(t1 - start);
@@ -148,31 +142,21 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
       return false;
     }
     return true;
-  });
-  for (const Pod& p : phase.carried) KPLACE_RETURN_IF_ERROR(queue.Add(p));
-  std::vector<size_t> order = cycle::QueueOrder(pods);
-  size_t next_event = 0;
-  for (size_t k = 0; k <= order.size() && !stats->capped; ++k) {
-    for (; next_event < phase.events.size() && phase.events[next_event].first <= static_cast<int64_t>(k) && !stats->capped;
-         ++next_event) {
-      KPLACE_RETURN_IF_ERROR(queue.Apply(phase.events[next_event].second));
-    }
-    if (k < order.size()) KPLACE_RETURN_IF_ERROR(queue.Add(pods[order[k]]));
-  }
-  if (!stats->capped) queue.Flush();
+  };
   Measured out;
-  for (cycle::Placement& p : queue.Results()) {
-    auto it = last_end.find(p.pod);
+  KPLACE_ASSIGN_OR_RETURN(out.run, RunPhase(*scheduler, pods, phase, each));
+  for (size_t j = 0; j < out.run.placements.size(); ++j) {
+    auto it = last_end.find(out.run.placements[j].pod);
     if (it == last_end.end()) continue;  // churned or carried
+    out.measured.push_back(j);
     out.end_seconds.push_back(it->second);
-    out.placements.push_back(std::move(p));
   }
   stats->seconds = Seconds(Clock::now() - start);
   stats->batch = scheduler->batch_stats();
   stats->cpu_seconds = ProcessCpuSeconds() - cpu0;
   stats->growth_bytes = HeapBytesInUse() - heap1;
   stats->peak_rss_bytes = PeakRssBytes();
-  stats->pods = static_cast<int64_t>(out.placements.size());
+  stats->pods = static_cast<int64_t>(out.measured.size());
   stats->pods_per_second = stats->seconds > 0 ? stats->pods / stats->seconds : 0;
   stats->throughput = ComputeThroughput(done, stats->seconds, window > 0 ? window : AutoWindow(stats->seconds));
   if (stats->throughput.samples == 0 && stats->seconds > 0) {
@@ -188,6 +172,39 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   stats->p95_us = Perc(latencies, 95);
   stats->p99_us = Perc(latencies, 99);
   return out;
+}
+
+std::vector<std::string> Victims(const cycle::Placement& p) {
+  return p.preemption ? p.preemption->victims : std::vector<std::string>{};
+}
+
+// Everything a decision is compared on (CompareBatched's fields).
+bool SameDecision(const cycle::Placement& a, const cycle::Placement& b) {
+  return a.pod == b.pod && a.node == b.node && a.code == b.code && a.message == b.message && a.attempts == b.attempts &&
+         a.score == b.score && a.feasible == b.feasible && Victims(a) == Victims(b);
+}
+
+std::string Decision(const cycle::Placement& p) {
+  std::string out = StrCat("pod ", p.pod, ": ", p.node.empty() ? StrCat("\"", p.message, "\"") : StrCat("node ", p.node),
+                           " (", CodeName(p.code), ", attempts ", p.attempts, ", score ", p.score, ", ", p.feasible,
+                           " feasible");
+  if (!Victims(p).empty()) out += StrCat(", ", Victims(p).size(), " victims");
+  return out + ")";
+}
+
+// Compares two runs' placements in order; the first difference goes to `*first` unless
+// one is there already. Returns the placements that differ (a missing one counts).
+int64_t Compare(const char* a_name, const std::vector<cycle::Placement>& a, const char* b_name,
+                const std::vector<cycle::Placement>& b, std::string* first) {
+  int64_t differ = 0;
+  for (size_t j = 0; j < std::max(a.size(), b.size()); ++j) {
+    if (j < a.size() && j < b.size() && SameDecision(a[j], b[j])) continue;
+    ++differ;
+    if (!first->empty()) continue;
+    *first = StrCat("#", j + 1, " in arrival order: ", a_name, " ", j < a.size() ? Decision(a[j]) : "(no such pod)",
+                    "; ", b_name, " ", j < b.size() ? Decision(b[j]) : "(no such pod)");
+  }
+  return differ;
 }
 
 // Puts the workload's churn ticks and pod deletions among the measured pods: upstream runs
@@ -234,6 +251,57 @@ absl::Status PlaceEvents(const Workload& w, const std::vector<std::vector<Pod>>&
 }
 
 }  // namespace
+
+absl::StatusOr<PhaseRun> RunPhase(cycle::Scheduler& scheduler, const std::vector<Pod>& pods, const Phase& phase,
+                                  const std::function<bool(const cycle::Placement&)>& each) {
+  PhaseRun out;
+  cycle::SchedulingQueue queue(&scheduler, [&](const cycle::Placement& p) {
+    out.stopped = out.stopped || (each && !each(p));
+    return !out.stopped;
+  });
+  for (const Pod& p : phase.carried) KPLACE_RETURN_IF_ERROR(queue.Add(p));
+  std::vector<size_t> order = cycle::QueueOrder(pods);
+  size_t next_event = 0;
+  for (size_t k = 0; k <= order.size() && !out.stopped; ++k) {
+    // After the last pod, every event left (one placed past the phase's pods).
+    for (; next_event < phase.events.size() && !out.stopped &&
+           (phase.events[next_event].first <= static_cast<int64_t>(k) || k == order.size());
+         ++next_event) {
+      KPLACE_RETURN_IF_ERROR(queue.Apply(phase.events[next_event].second));
+      ++out.events;
+    }
+    if (k < order.size()) KPLACE_RETURN_IF_ERROR(queue.Add(pods[order[k]]));
+  }
+  if (!out.stopped) queue.Flush();
+  out.placements = queue.Results();
+  return out;
+}
+
+absl::StatusOr<PhaseVerification> VerifyPhase(const ObjectSet& cluster, const SchedulerConfig& config,
+                                              const cycle::Options& options, const std::vector<Pod>& pods,
+                                              const Phase& phase, const std::vector<cycle::Placement>* measured) {
+  PhaseVerification out;
+  KPLACE_ASSIGN_OR_RETURN(
+      cycle::BatchComparison c,
+      cycle::CompareBatched(cluster, config, options, [&](cycle::Scheduler& s) -> absl::StatusOr<std::vector<cycle::Placement>> {
+        KPLACE_ASSIGN_OR_RETURN(PhaseRun run, RunPhase(s, pods, phase));
+        out.events = run.events;  // every event of the phase, on each side (RunPhase is not stopped)
+        return std::move(run.placements);
+      }));
+  out.placements = c.pods;
+  out.per_pod_seconds = c.per_pod_seconds;
+  out.batched_seconds = c.batched_seconds;
+  out.mismatches = Compare("per-pod", c.per_pod, "batched", c.batched, &out.first_mismatch);
+  if (out.first_mismatch.empty() && !c.same()) out.first_mismatch = c.first_mismatch;  // the final start index
+  if (measured) {
+    // The measured run had `options`' batch: CompareBatched's batched side, or its per-pod
+    // side for batch 1.
+    const bool batched = options.batch > 1;
+    out.mismatches += Compare("measured run", *measured, batched ? "batched replay" : "per-pod replay",
+                              batched ? c.batched : c.per_pod, &out.first_mismatch);
+  }
+  return out;
+}
 
 int64_t CurrentRssBytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
@@ -354,7 +422,7 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
       KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(cluster, config, engine_options, init_pods[g], Phase{}, 0, 1.0,
                                                        options.backend, options, &init_stats));
       std::unordered_map<std::string, const std::string*> node_of;
-      for (const cycle::Placement& p : placed.placements) node_of[p.pod] = &p.node;
+      for (const cycle::Placement& p : placed.run.placements) node_of[p.pod] = &p.node;
       for (Pod& p : init_pods[g]) {
         ++result.init_pods;
         auto it = node_of.find(ObjectKey(p.meta));
@@ -378,12 +446,18 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   KPLACE_ASSIGN_OR_RETURN(Measured engine_run, Measure(cluster, config, engine_options, measured, phase, 0,
                                                        options.window_seconds, options.backend, options, &result.engine));
   if (options.verify) {
-    KPLACE_ASSIGN_OR_RETURN(cycle::BatchComparison c, cycle::CompareBatched(cluster, config, engine_options, measured));
+    KPLACE_ASSIGN_OR_RETURN(PhaseVerification v,
+                            VerifyPhase(cluster, config, engine_options, measured, phase, &engine_run.run.placements));
     result.verified = true;
-    result.verify_same = c.same();
-    result.verify_first_mismatch = c.first_mismatch;
-    if (c.per_pod_seconds > 0) result.verify_per_pod_pods_per_second = c.pods / c.per_pod_seconds;
-    if (c.batched_seconds > 0) result.verify_batched_pods_per_second = c.pods / c.batched_seconds;
+    result.verify_same = v.same();
+    result.verify_placements = v.placements;
+    result.verify_events = v.events;
+    result.verify_mismatches = v.mismatches;
+    result.verify_first_mismatch = v.first_mismatch;
+    // Measured pods over the phase's time, as the measured run's pods/s.
+    const double pods = static_cast<double>(measured.size());
+    if (v.per_pod_seconds > 0) result.verify_per_pod_pods_per_second = pods / v.per_pod_seconds;
+    if (v.batched_seconds > 0) result.verify_batched_pods_per_second = pods / v.batched_seconds;
   }
   if (options.run_reference) {
     cycle::Options ref_options;
@@ -394,10 +468,10 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
                             Measure(cluster, config, ref_options, measured, phase, options.reference_budget_seconds,
                                     options.window_seconds, options.backend, options, &result.reference));
     result.reference.device_bytes = -1;
-    result.compared = static_cast<int64_t>(ref_run.placements.size());
-    for (size_t k = 0; k < ref_run.placements.size(); ++k) {
-      const auto& e = engine_run.placements[k];
-      const auto& r = ref_run.placements[k];
+    result.compared = static_cast<int64_t>(ref_run.measured.size());
+    for (size_t k = 0; k < ref_run.measured.size(); ++k) {
+      const auto& e = engine_run.placement(k);
+      const auto& r = ref_run.placement(k);
       if (e.node != r.node || e.message != r.message) {
         if (result.mismatches++ == 0) {
           result.first_mismatch = StrCat("pod ", e.pod, " (#", k + 1, " in queue order): engine \"",

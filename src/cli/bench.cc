@@ -230,7 +230,7 @@ int RunBench(int argc, char** argv) {
   std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
-  bool& verify = flags.Bool("verify", "engine: also schedule the measured pods per pod and batched; any difference exits 1");
+  bool& verify = flags.Bool("verify", "engine: also replay the measured phase (pods and churn events) per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
   if (list) {
@@ -287,7 +287,7 @@ int RunBench(int argc, char** argv) {
   std::printf("kplace bench: backend %s, batch %d; machine: %s\n", engine::BackendName(be), options.batch,
               MachineLine().c_str());
   std::vector<bench::BenchResult> results;
-  int rc = 0;
+  int rc = 0, reference_failed = 0, verify_failed = 0;
   for (const std::string& name : names) {
     auto w = bench::LoadWorkload(name);
     if (!w.ok()) {
@@ -318,14 +318,20 @@ int RunBench(int argc, char** argv) {
     }
     PrintResult(*r, options);
     if (r->verified) {
-      std::printf("verify (engine, batch %d): per-pod %.1f pods/s, batched %.1f pods/s: %s\n", r->batch,
-                  r->verify_per_pod_pods_per_second, r->verify_batched_pods_per_second,
-                  r->verify_same ? "every placement, message, score and the final start index identical"
-                                 : ("DIFFER: " + r->verify_first_mismatch).c_str());
-      if (!r->verify_same) rc = 1;
+      // The measured phase replayed per pod and batched, with its churn events.
+      std::printf("verify (engine, batch %d): phase replayed with %lld events, per-pod %.1f pods/s, batched %.1f "
+                  "pods/s: %s\n",
+                  r->batch, static_cast<long long>(r->verify_events), r->verify_per_pod_pods_per_second,
+                  r->verify_batched_pods_per_second,
+                  r->verify_same ? StrCat(r->verify_placements, " placements (node, code, message, attempts, score) "
+                                          "identical per pod, batched and in the measured run, and the final start index")
+                                       .c_str()
+                                 : StrCat("DIFFER in ", r->verify_mismatches, " of ", r->verify_placements,
+                                          " placements; first: ", r->verify_first_mismatch).c_str());
+      if (!r->verify_same) rc = verify_failed = 1;
     }
     std::fflush(stdout);
-    if (r->mismatches) rc = 1;
+    if (r->mismatches) rc = reference_failed = 1;
     results.push_back(std::move(*r));
   }
   if (results.size() > 1) {
@@ -358,7 +364,8 @@ int RunBench(int argc, char** argv) {
     }
     std::printf("wrote %s\n", json_file.c_str());
   }
-  if (rc) std::printf("FAILED: engine and reference placements differ\n");
+  if (reference_failed) std::printf("FAILED: engine and reference placements differ\n");
+  if (verify_failed) std::printf("FAILED: --verify: per-pod, batched and measured placements differ\n");
   return rc;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "kplace/bench/workload.h"
 #include "kplace/cycle/scheduler.h"
+#include "kplace/state/event.h"
 
 namespace kplace::bench {
 
@@ -56,9 +58,13 @@ struct BenchResult {
   int64_t mismatches = 0;
   std::string first_mismatch;
   int32_t batch = 1;  // the engine's cycle::Options::batch
-  /** BenchOptions::verify: the measured pods per pod and batched on the engine (not timed
-   *  as the measured phase), compared on node, message and the final start index. */
+  /** BenchOptions::verify: the measured phase (its pods, the carried pods and its events,
+   *  RunPhase) replayed per pod and batched on the engine (not timed as the measured phase);
+   *  VerifyPhase compares every placement of the two, and of the measured engine run. */
   bool verified = false, verify_same = false;
+  int64_t verify_placements = 0;  // placements compared per run (measured, carried and churn pods)
+  int64_t verify_events = 0;      // phase events each verification run replayed (== churn_events)
+  int64_t verify_mismatches = 0;
   std::string verify_first_mismatch;
   double verify_per_pod_pods_per_second = 0, verify_batched_pods_per_second = 0;
 };
@@ -68,7 +74,7 @@ struct BenchOptions {
   bool run_reference = true;
   /** The engine's batched cycles (cycle::Options::batch): 1 schedules pod by pod. */
   int32_t batch = cycle::kDefaultBatch;
-  /** Also schedule the measured pods per pod and batched and compare (cycle::CompareBatched). */
+  /** Also replay the measured phase per pod and batched and compare (VerifyPhase). */
   bool verify = false;
   /** Stop the reference's measured phase after this many seconds (0: no cap); the engine's
    *  placements are then compared on the prefix the reference reached. */
@@ -79,6 +85,51 @@ struct BenchOptions {
   /** Called with (phase, done, total) about every 2 s; may be empty. */
   std::function<void(const std::string&, int64_t, int64_t)> progress;
 };
+
+/** What a measured phase holds besides its pods: pods the init phase left pending (queued
+ *  first, as they wait in upstream's queue), and cluster events, each to come once that many
+ *  of the phase's pods have been queued (churn, pod deletions), in that order. */
+struct Phase {
+  std::vector<Pod> carried;
+  std::vector<std::pair<int64_t, state::ClusterEvent>> events;
+};
+
+/** A phase as RunPhase drove it. */
+struct PhaseRun {
+  std::vector<cycle::Placement> placements;  // every pod's last attempt, in arrival order (SchedulingQueue::Results)
+  int64_t events = 0;     // the phase's events applied
+  bool stopped = false;   // `each` stopped it
+};
+
+/** @brief Drives `phase` on `scheduler` through one cycle::SchedulingQueue: the carried pods,
+ *  then `pods` in queue order (cycle::QueueOrder) with each event applied where the phase puts
+ *  it, then a flush. `each` (may be empty) sees every attempt; when it returns false the
+ *  phase stops there (no further pod, event or flush). The measured runs and `--verify`'s
+ *  runs all come through here, so they replay the same queue model.
+ *  @return the queue's error (AlreadyExists for a pod queued twice) or the scheduler's. */
+absl::StatusOr<PhaseRun> RunPhase(cycle::Scheduler& scheduler, const std::vector<Pod>& pods, const Phase& phase,
+                                  const std::function<bool(const cycle::Placement&)>& each = {});
+
+/** `--verify` of one phase. */
+struct PhaseVerification {
+  int64_t placements = 0;  // placements compared per run
+  int64_t events = 0;      // phase events each run replayed
+  int64_t mismatches = 0;  // placements that differ, per pod vs batched and measured vs its twin
+  std::string first_mismatch;  // the first differing pod and both decisions ("" when none)
+  double per_pod_seconds = 0, batched_seconds = 0;
+  bool same() const { return mismatches == 0 && first_mismatch.empty(); }
+};
+
+/** @brief Replays `phase` with `pods` from `cluster` twice through RunPhase, per pod
+ *  (batch 1) and batched (cycle::CompareBatched), and compares every placement of the two
+ *  on node, code, message, attempts, score, feasible count and victims, and the final start
+ *  index. When `measured` is given (RunPhase's placements of the measured run with
+ *  `options`), it is compared the same way with the run of the same batch: the events and
+ *  pods verified are the ones measured.
+ *  @return InvalidArgument or Internal when a scheduler cannot be built, RunPhase's errors. */
+absl::StatusOr<PhaseVerification> VerifyPhase(const ObjectSet& cluster, const SchedulerConfig& config,
+                                              const cycle::Options& options, const std::vector<Pod>& pods,
+                                              const Phase& phase, const std::vector<cycle::Placement>* measured);
 
 /** @brief Builds the workload's cluster, places its init pods group by group on the engine,
  *  then schedules the measured pods on the engine and on the reference from that same
