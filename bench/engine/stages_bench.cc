@@ -282,6 +282,16 @@ void BM_EventPodDeleteAdd(benchmark::State& state) {
 }
 BENCHMARK(BM_EventPodDeleteAdd)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// Each iteration applies `there`, then `back` (a node's change and its undoing): 2 events.
+void NodeThereAndBack(benchmark::State& state, cycle::Scheduler* s, const Node& there, const Node& back) {
+  const state::ClusterEvent to = state::NodeEvent(state::EventType::kModified, there);
+  const state::ClusterEvent from = state::NodeEvent(state::EventType::kModified, back);
+  for (auto _ : state) {
+    if (!s->Apply(to).ok() || !s->Apply(from).ok()) return state.SkipWithError("event refused");
+  }
+  state.SetItemsProcessed(2 * state.iterations());
+}
+
 void BM_EventNodeLabelTaintUpdate(benchmark::State& state) {
   // A node gets a label and a taint, then loses them (its zone stays).
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
@@ -290,14 +300,23 @@ void BM_EventNodeLabelTaintUpdate(benchmark::State& state) {
   Node changed = f->cluster.nodes[17];
   changed.meta.labels["pool"] = "blue";
   changed.taints.push_back(Taint{"spot", "", "PreferNoSchedule"});
-  const state::ClusterEvent there = state::NodeEvent(state::EventType::kModified, changed);
-  const state::ClusterEvent back = state::NodeEvent(state::EventType::kModified, f->cluster.nodes[17]);
-  for (auto _ : state) {
-    if (!s->Apply(there).ok() || !s->Apply(back).ok()) return state.SkipWithError("event refused");
-  }
-  state.SetItemsProcessed(2 * state.iterations());
+  NodeThereAndBack(state, s.get(), changed, f->cluster.nodes[17]);
 }
 BENCHMARK(BM_EventNodeLabelTaintUpdate)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_EventNodeZoneChange(benchmark::State& state) {
+  // A node with two pods (required anti-affinity both) moves to another zone and back: the
+  // node tree moves it, and its pods' spread and affinity domains move with it (the first
+  // change builds once, untimed).
+  Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
+  auto s = EventScheduler(state, f);
+  if (!s) return;
+  if (!s->Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
+  Node moved = f->cluster.nodes[7];  // zone-7
+  moved.meta.labels["topology.kubernetes.io/zone"] = "zone-3";
+  NodeThereAndBack(state, s.get(), moved, f->cluster.nodes[7]);
+}
+BENCHMARK(BM_EventNodeZoneChange)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_EventNodeAdd(benchmark::State& state) {
   // Nodes join one after another (a new name each; the first change builds once, untimed).

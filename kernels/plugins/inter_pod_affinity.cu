@@ -489,8 +489,9 @@ class InterPodAffinity final : public engine::Plugin {
     WithPolicy(count, [&](auto p) { thrust::transform(p, scores, scores + count, scores, IpaNormalizeFn{mn, mx - mn}); });
   }
 
-  // Domains come from node labels: a change to a key this plugin has a slot for (or looked
-  // for and did not find) builds it again; other label changes do not matter.
+  // Domains come from node labels: a change to a key this plugin has a slot for moves the
+  // node's domains, and its pods with them; a key looked for and not found that the node
+  // now has would make a slot (built again then). Other label changes do not matter.
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
     const Labels& now = s.node(node).meta.labels;
     auto changed = [&](const std::string& key) {
@@ -502,15 +503,23 @@ class InterPodAffinity final : public engine::Plugin {
     bool moved = false;
     for (const auto& [key, slot] : slot_of_) {
       if (!changed(key)) continue;
-      // Without pods (one that left or is empty) only its domains move; a key looked for and
-      // not found that it now has would make a slot.
-      if (!s.pods_on(node).empty() || slot < 0) return false;
+      if (slot < 0) return false;
       moved = true;
     }
-    if (moved) {
-      UploadChanged(domains_host_, PlaceNode(node, s), &domains_);
-      ForgetKept();
+    if (!moved) return true;
+    // The node's pods are counted out of the old domains as their binds counted them in,
+    // and in again over the new ones (§3 RemovePod, then AddPod): their classes' domain
+    // counts, the match tables and their existing terms' cells move (a term whose key the
+    // node lost no longer counts, one whose key it gained now does). The kept states
+    // replay binds only, so they go.
+    const std::vector<const Pod*>& on = s.pods_on(node);
+    for (const Pod* p : on) {
+      if (!counted_.count(p)) return false;  // not seen bound: start again
     }
+    for (const Pod* p : on) RemoveExistingPod(counted_.at(p));
+    UploadDomainChanges(PlaceNode(node, s));
+    for (const Pod* p : on) counted_[p] = AddExistingPod(*p, node);
+    ForgetKept();
     return true;
   }
 
@@ -558,7 +567,7 @@ class InterPodAffinity final : public engine::Plugin {
     if (relayout) {
       UploadDomains();
     } else {
-      UploadChanged(domains_host_, changed, &domains_);
+      UploadDomainChanges(changed);
     }
     ForgetKept();
     return true;
@@ -973,8 +982,9 @@ class InterPodAffinity final : public engine::Plugin {
     return slot < 0 ? -1 : domains_host_[static_cast<size_t>(slot) * stride_ + n];
   }
 
-  // A topology key's slot: its value ids renumbered into dense domains. Node labels do
-  // not change, so a slot is built once; every class gets its counts for it.
+  // A topology key's slot: its value ids renumbered into dense domains, built once (node
+  // updates and joins write their nodes' domains in place); every class gets its counts
+  // for it.
   int32_t SlotFor(const std::string& key) {
     auto it = slot_of_.find(key);
     if (it != slot_of_.end()) return it->second;
@@ -1147,6 +1157,12 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   void UploadDomains() { Upload(domains_host_, &domains_); }
+  // Writes the positions of domains_host_ in `changed` to the backend copy, or all of it
+  // when a slot made since (a PreScore that skipped before syncing) left the copy short.
+  void UploadDomainChanges(const std::vector<int32_t>& changed) {
+    if (domains_.size() != domains_host_.size()) return UploadDomains();
+    UploadChanged(domains_host_, changed, &domains_);
+  }
   // Slots only grow, so a size change is the only way the device copy goes stale.
   void SyncDomains() {
     if (domains_.size() != domains_host_.size()) UploadDomains();

@@ -254,13 +254,14 @@ class CycleScheduler final : public Scheduler {
   // One step of a transaction's undo log.
   // Small for the common step (a bind's undo is a key): the rest lives behind pointers.
   struct UndoEntry {
-    enum What { kRemovePod, kRestorePod, kObjects, kRestoreNode } what;
+    enum What { kRemovePod, kRestorePod, kObjects, kRestoreNode, kMoveNode } what;
     std::string key;                        // kRemovePod
     std::unique_ptr<Pod> pod;               // kRestorePod: the pod as it was, with its entry number
     uint64_t seq = 0;
-    std::unique_ptr<state::Undo> objects;   // kObjects; kRestoreNode: the node's add at its list place
-    NodeIndex row = engine::kNoId;          // kRestoreNode: the row it left, its zone's place in
-    uint32_t zone = 0, zone_pos = 0;        // the node tree and its place in the zone
+    std::unique_ptr<state::Undo> objects;   // kObjects; kRestoreNode: the node's add at its list place;
+                                            // kMoveNode: its old version's update at its list place
+    NodeIndex row = engine::kNoId;          // kRestoreNode: the row it left; with kMoveNode: its zone's
+    uint32_t zone = 0, zone_pos = 0;        // place in the node tree and its place in the zone
   };
   struct Savepoint {
     size_t undo_size = 0;
@@ -414,6 +415,18 @@ class CycleScheduler final : public Scheduler {
             const Node& node = u.objects->event.object.nodes[0];
             if (row != removed_rows_.end() && row->second == node.meta.name) {
               ReviveNode(u.row, node, u.zone, u.zone_pos);
+            } else {
+              KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
+            }
+            break;
+          }
+          case UndoEntry::kMoveNode: {
+            // Back to its old place in its old zone (the tree is as the move left it: a
+            // rebuild since lists the nodes zone after zone, so it keeps zones and places).
+            const Node& node = u.objects->event.object.nodes[0];
+            auto it = node_index_.find(node.meta.name);
+            if (it != node_index_.end()) {
+              MoveNode(it->second, node, TreePlace{u.zone, u.zone_pos, u.objects->index});
             } else {
               KPLACE_RETURN_IF_ERROR(ApplyObjects(u.objects->event, u.objects->index));
             }
@@ -985,10 +998,10 @@ class CycleScheduler final : public Scheduler {
   }
 
   // A change of a kind other than Pod. On the engine a node that joins, leaves or changes
-  // within its zone is changed in place (its columns only), on the reference it joins or
-  // changes in place; Services, workloads, PodDisruptionBudgets and PriorityClasses change
-  // in place on both; anything else rebuilds. `at`: a position to put an object
-  // back at (an undo).
+  // (within its zone or to another) is changed in place (its columns and its place in the
+  // node tree), on the reference it joins or changes within its zone in place; Services,
+  // workloads, PodDisruptionBudgets and PriorityClasses change in place on both; anything
+  // else rebuilds. `at`: a position to put an object back at (an undo).
   absl::Status ApplyObjects(const state::ClusterEvent& event, std::optional<size_t> at = std::nullopt) {
     if (live_ && !at && event.type == state::EventType::kAdded && !event.object.nodes.empty() &&
         live_->nodes.size() < live_->nodes.capacity()) {
@@ -1017,6 +1030,13 @@ class CycleScheduler final : public Scheduler {
       auto it = node_index_.find(node.meta.name);
       if (it != node_index_.end() && ZoneKey(live_->nodes[it->second]) == ZoneKey(node)) {
         UpdateNode(it->second, node);
+        return absl::OkStatus();
+      }
+      // Another zone: in place on the engine. The reference rebuilds, its tree made afresh
+      // from the object set's list (state::ApplyToObjects moves the node there), so the
+      // differential tests check this move against an independent one.
+      if (it != node_index_.end() && !options_.reference && !at) {
+        MoveNode(it->second, node);
         return absl::OkStatus();
       }
     }
@@ -1108,26 +1128,13 @@ class CycleScheduler final : public Scheduler {
       on.emplace_back(pods_.at(key).seq, std::move(key));
     }
     Reseat(on);  // counted out while the node still has its labels
-    const size_t z = zone_of_.at(ZoneKey(live_->nodes[i]));
-    std::vector<NodeIndex>& zone = zones_[z];
-    const size_t pos = static_cast<size_t>(std::find(zone.begin(), zone.end(), i) - zone.begin());
-    size_t list_pos = pos;
-    for (size_t k = 0; k < z; ++k) list_pos += zones_[k].size();
-    zone.erase(zone.begin() + static_cast<std::ptrdiff_t>(pos));
-    if (zone.empty()) {
-      zones_.erase(zones_.begin() + static_cast<std::ptrdiff_t>(z));
-      IndexZones();
-    }
+    const TreePlace was = LeaveZone(i);
     InterleaveZones();
     Node old = std::exchange(live_->nodes[i], Node{});
     ChangeRow(i, old);
     removed_rows_.emplace(i, name);
     if (Logging()) {
-      auto undo = std::make_unique<state::Undo>();
-      undo->event = state::NodeEvent(state::EventType::kAdded, old);
-      undo->index = list_pos;
-      undo_.push_back(UndoEntry{UndoEntry::kRestoreNode, "", nullptr, 0, std::move(undo), i, static_cast<uint32_t>(z),
-                                static_cast<uint32_t>(pos)});
+      LogTreeUndo(UndoEntry::kRestoreNode, state::EventType::kAdded, std::move(old), i, was);
       return absl::OkStatus();
     }
     // Rows of nodes that left cost every pass over all rows: dropped by a rebuild once they
@@ -1142,15 +1149,71 @@ class CycleScheduler final : public Scheduler {
     removed_rows_.erase(i);
     Node blank = std::exchange(live_->nodes[i], node);
     node_index_.emplace(node.meta.name, i);
-    if (zone_of_.count(ZoneKey(node))) {
+    EnterZone(i, zone, pos);
+    InterleaveZones();
+    ChangeRow(i, blank);
+  }
+
+  // A node's place in the node tree: its zone's index in zones_, its index in the zone,
+  // and its index in the list Objects() gives (zone after zone).
+  struct TreePlace {
+    size_t zone = 0, pos = 0, list_pos = 0;
+  };
+
+  // Node i leaves its zone in the node tree (upstream's nodeTree.removeNode): a zone left
+  // empty is dropped. Returns where it was. order_ is the caller's (InterleaveZones).
+  TreePlace LeaveZone(NodeIndex i) {
+    TreePlace was;
+    was.zone = zone_of_.at(ZoneKey(live_->nodes[i]));
+    std::vector<NodeIndex>& zone = zones_[was.zone];
+    was.pos = static_cast<size_t>(std::find(zone.begin(), zone.end(), i) - zone.begin());
+    was.list_pos = was.pos;
+    for (size_t k = 0; k < was.zone; ++k) was.list_pos += zones_[k].size();
+    zone.erase(zone.begin() + static_cast<std::ptrdiff_t>(was.pos));
+    if (zone.empty()) {
+      zones_.erase(zones_.begin() + static_cast<std::ptrdiff_t>(was.zone));
+      IndexZones();
+    }
+    return was;
+  }
+
+  // The undo of LeaveZone: node i (its labels name the zone) goes back to place `pos` of
+  // zone `zone`, the zone made again at its index when it was dropped.
+  void EnterZone(NodeIndex i, size_t zone, size_t pos) {
+    if (zone_of_.count(ZoneKey(live_->nodes[i]))) {
       std::vector<NodeIndex>& members = zones_[zone];
       members.insert(members.begin() + static_cast<std::ptrdiff_t>(pos), i);
     } else {
       zones_.insert(zones_.begin() + static_cast<std::ptrdiff_t>(zone), std::vector<NodeIndex>{i});
       IndexZones();
     }
+  }
+
+  // Logs a node-tree step's undo: `old` (the node as it was) applied as `type` at its list
+  // place, with its place in the tree.
+  void LogTreeUndo(UndoEntry::What what, state::EventType type, Node old, NodeIndex row, const TreePlace& was) {
+    auto undo = std::make_unique<state::Undo>();
+    undo->event = state::NodeEvent(type, std::move(old));
+    undo->index = was.list_pos;
+    undo_.push_back(UndoEntry{what, "", nullptr, 0, std::move(undo), row, static_cast<uint32_t>(was.zone),
+                              static_cast<uint32_t>(was.pos)});
+  }
+
+  // Node i's zone changes (the engine's path): the node tree removes it from its zone and
+  // adds it to the new one, last there (a new zone last), as upstream's nodeTree.updateNode
+  // does; every plugin sees an ordinary in-place update of its labels. `back` (an undo)
+  // puts it at that place in the tree instead.
+  void MoveNode(NodeIndex i, const Node& node, std::optional<TreePlace> back = std::nullopt) {
+    const TreePlace was = LeaveZone(i);
+    Node old = std::exchange(live_->nodes[i], node);
+    if (back) {
+      EnterZone(i, back->zone, back->pos);
+    } else {
+      JoinZone(node, i);
+    }
     InterleaveZones();
-    ChangeRow(i, blank);
+    ChangeRow(i, old);
+    if (Logging()) LogTreeUndo(UndoEntry::kMoveNode, state::EventType::kModified, std::move(old), i, was);
   }
 
   // Row i's Node object changed (from `old`): the snapshot and every profile's plugins.

@@ -43,6 +43,16 @@ std::string Describe(const Placement& p) {
   return out;
 }
 
+// The three sides every differential test here runs: the reference, the engine per pod
+// and the engine batched.
+constexpr const char* kSide[] = {"reference", "engine per pod", "engine batched"};
+Options SideOptions(int side) {
+  Options o;
+  o.reference = side == 0;
+  o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+  return o;
+}
+
 // What the event stream and the pods are drawn from: zones, apps, a few shapes of pod.
 class Generator {
  public:
@@ -59,7 +69,7 @@ class Generator {
   }
 
   // A pod of one of several signatures: plain, spread, anti-affinity, preferred affinity,
-  // host port, node selector, toleration.
+  // host port, node selector, toleration, required affinity.
   Pod NewPod(const std::string& node, int shape = -1) {
     static const char* kApps[] = {"web", "db", "cache"};
     static const char* kCpu[] = {"100m", "250m", "500m", "1"};
@@ -114,8 +124,12 @@ class Generator {
       case 8:
         AddSpread(&p, "disk", 1, term.label_selector);
         break;
-      case 9:
-        AddAnti(&p, term, "disk");
+      case 9:  // keys that move with a node: existing anti-affinity cells change domain
+        AddAnti(&p, term, Pick(2) ? "disk" : "topology.kubernetes.io/zone");
+        break;
+      case 10:  // with its own app in one zone (the first of its group goes anywhere)
+        term.topology_key = "topology.kubernetes.io/zone";
+        p.affinity.emplace().pod_affinity.emplace().required.push_back(term);
         break;
       default:
         break;
@@ -160,14 +174,11 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
   const SchedulerConfig config = DefaultSchedulerConfig();
   std::vector<std::unique_ptr<Scheduler>> live;
   for (int side = 0; side < 3; ++side) {
-    Options o;
-    o.reference = side == 0;
-    o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+    Options o = SideOptions(side);
     auto s = Scheduler::Create(cluster, config, o);
     ASSERT_TRUE(s.ok()) << s.status();
     live.push_back(std::move(*s));
   }
-  const char* kSide[] = {"reference", "engine per pod", "engine batched"};
   std::vector<std::string> bound;  // keys of bound pods, as every side holds them
   for (const Pod& p : cluster.pods) bound.push_back(ObjectKey(p.meta));
   std::vector<Node> alive = cluster.nodes;
@@ -175,6 +186,11 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
     for (int side = 0; side < 3; ++side) {
       absl::Status st = live[side]->Apply(e);
       ASSERT_TRUE(st.ok()) << what << " on " << kSide[side] << ": " << st;
+      // The reference's node tree is made afresh from the object set's list: the engine's
+      // in-place moves must give the same scan order.
+      if (e.kind == "Node" && side > 0) {
+        ASSERT_EQ(live[side]->NodeOrder(), live[0]->NodeOrder()) << what << " on " << kSide[side];
+      }
     }
   };
   auto schedule_all = [&](const std::vector<Pod>& pods, const std::string& what) {
@@ -241,9 +257,18 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       alive.erase(alive.begin() + static_cast<std::ptrdiff_t>(at));
       apply_all(NodeEvent(EventType::kDeleted, n), what + " node delete " + n.meta.name);
     } else if (r < 38 && !alive.empty()) {  // a node changes: zone, taints, labels, size, cordon
-      Node& n = alive[g.Pick(static_cast<int>(alive.size()))];
-      switch (g.Pick(7)) {
+      size_t at = static_cast<size_t>(g.Pick(static_cast<int>(alive.size())));
+      const int change = g.Pick(8);
+      if (change == 7 && !bound.empty()) {  // one that has pods (most do), to re-zone
+        const Pod* p = live[0]->FindBoundPod(bound[g.Pick(static_cast<int>(bound.size()))]);
+        for (size_t k = 0; p && k < alive.size(); ++k) {
+          if (alive[k].meta.name == p->node_name) at = k;
+        }
+      }
+      Node& n = alive[at];
+      switch (change) {
         case 0:
+        case 7:
           n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));  // moves in the node tree
           break;
         case 1:
@@ -289,7 +314,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
     } else {  // compare with fresh schedulers, in a transaction that is then reverted
       if (step % sample != 0 && r != 39) continue;
       std::vector<Pod> probes;
-      for (int shape = 0; shape < 10; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
+      for (int shape = 0; shape < 11; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
       // What-if events inside the transaction: nodes leave (with their pods), join and
       // change, bound pods go.
       std::vector<ClusterEvent> what_if;
@@ -308,7 +333,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
           if (kind == 2) {
             n.taints = g.Pick(2) ? std::vector<Taint>{} : std::vector<Taint>{Taint{"node.kubernetes.io/not-ready", "", "NoSchedule"}};
           } else {
-            n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));  // a rebuild on the engine
+            n.meta.labels["topology.kubernetes.io/zone"] = StrCat("z", g.Pick(4));  // moves in the node tree
           }
           what_if.push_back(NodeEvent(EventType::kModified, n));
         } else if (!bound.empty()) {
@@ -326,10 +351,9 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
         for (const Pod& p : o.pods) out.push_back(ObjectKey(p.meta) + "@" + p.node_name);
         return out;
       };
+      std::vector<std::string> reference_order;  // after the what-if events
       for (int side = 0; side < 3; ++side) {
-        Options o;
-        o.reference = side == 0;
-        o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+        Options o = SideOptions(side);
         const ObjectSet before = live[side]->Objects();
         const int32_t start = live[side]->next_start_index();
         ASSERT_TRUE(live[side]->Begin().ok());
@@ -343,6 +367,9 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
         ObjectSet objects = live[side]->Objects();
         auto fresh = Scheduler::Create(objects, config, o);
         ASSERT_TRUE(fresh.ok()) << fresh.status();
+        if (side == 0) reference_order = live[0]->NodeOrder();
+        ASSERT_EQ(live[side]->NodeOrder(), reference_order) << what << " what-if on " << kSide[side];
+        ASSERT_EQ(live[side]->NodeOrder(), (*fresh)->NodeOrder()) << what << " what-if on " << kSide[side];
         for (const Pod& probe : probes) {
           Placement a = live[side]->Schedule(probe), b = (*fresh)->Schedule(probe);
           ASSERT_EQ(Describe(a), Describe(b)) << what << " probe on " << kSide[side] << " against a fresh scheduler";
@@ -480,6 +507,86 @@ TEST(LiveStateTest, EmptyNodeLabelChangeMovesAffinityDomains) {
   }
 }
 
+// A node with pods moves to another zone (and a node whose zone empties moves to a new
+// one): the node tree removes and appends it as upstream's does, its pods' spread and
+// affinity counts move with it, and a Revert gives back the exact tree.
+TEST(LiveStateTest, ZoneChangeMovesANodeWithItsPods) {
+  ObjectSet cluster;
+  for (const auto& [name, zone] : std::vector<std::pair<std::string, std::string>>{{"n1", "a"}, {"n2", "a"}, {"n3", "b"}, {"n4", "c"}}) {
+    cluster.nodes.push_back(MakeNode(name, {{"cpu", "8"}, {"pods", "20"}},
+                                     {{"kubernetes.io/hostname", name}, {"topology.kubernetes.io/zone", zone}}));
+  }
+  PodAffinityTerm web;
+  web.label_selector = LabelSelector{{{"app", "web"}}, {}};
+  web.topology_key = "topology.kubernetes.io/zone";
+  for (int k = 0; k < 2; ++k) {  // on n1: web pods, one keeping other web pods out of its zone
+    Pod p = MakePod(StrCat("old", k), {{"cpu", "100m"}}, "n1");
+    p.meta.labels = {{"app", "web"}};
+    if (k == 1) p.affinity.emplace().pod_anti_affinity.emplace().required.push_back(web);
+    cluster.pods.push_back(p);
+  }
+  auto probes = [&] {
+    std::vector<Pod> out;
+    Pod near = MakePod("near", {{"cpu", "100m"}});
+    near.affinity.emplace().pod_affinity.emplace().required.push_back(web);
+    out.push_back(near);
+    Pod apart = MakePod("apart", {{"cpu", "100m"}});
+    apart.meta.labels = {{"app", "web"}};  // the existing anti-affinity term keeps it out
+    out.push_back(apart);
+    Pod spread = MakePod("spread", {{"cpu", "100m"}});
+    spread.meta.labels = {{"app", "web"}};
+    TopologySpreadConstraint c;
+    c.max_skew = 1;
+    c.topology_key = "topology.kubernetes.io/zone";
+    c.when_unsatisfiable = "DoNotSchedule";
+    c.label_selector = web.label_selector;
+    spread.topology_spread_constraints.push_back(c);
+    out.push_back(spread);
+    Pod liked = MakePod("liked", {{"cpu", "100m"}});
+    liked.affinity.emplace().pod_affinity.emplace().preferred.push_back(WeightedPodAffinityTerm{50, web});
+    out.push_back(liked);
+    return out;
+  };
+  auto rezoned = [&](int i, const std::string& zone) {
+    Node n = cluster.nodes[i];
+    n.meta.labels["topology.kubernetes.io/zone"] = zone;
+    return NodeEvent(EventType::kModified, n);
+  };
+  using Names = std::vector<std::string>;
+  for (int side = 0; side < 3; ++side) {
+    Options o = SideOptions(side);
+    auto made = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(made.ok()) << made.status();
+    Scheduler& s = **made;
+    ASSERT_TRUE(s.Apply(NodeEvent(EventType::kModified, cluster.nodes[3])).ok());  // builds once
+    EXPECT_EQ(s.NodeOrder(), (Names{"n1", "n3", "n4", "n2"}));  // a: n1 n2, b: n3, c: n4
+    ASSERT_TRUE(s.Begin().ok());
+    ASSERT_TRUE(s.Apply(rezoned(0, "c")).ok());  // a: n2, b: n3, c: n4 n1
+    EXPECT_EQ(s.NodeOrder(), (Names{"n2", "n3", "n4", "n1"})) << side;
+    ASSERT_TRUE(s.Apply(rezoned(1, "d")).ok());  // zone a goes; d comes last
+    EXPECT_EQ(s.NodeOrder(), (Names{"n3", "n4", "n2", "n1"})) << side;
+    Options fresh_options = o;
+    fresh_options.start_index = s.next_start_index();
+    const ObjectSet objects = s.Objects();  // the scheduler keeps a reference
+    auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    EXPECT_EQ(s.NodeOrder(), (*fresh)->NodeOrder());
+    for (const Pod& probe : probes()) {
+      Placement a = s.Schedule(probe), b = (*fresh)->Schedule(probe);
+      EXPECT_EQ(Describe(a), Describe(b)) << side;
+      if (probe.meta.name == "near") {
+        EXPECT_TRUE(a.node == "n4" || a.node == "n1") << side << ": " << Describe(a);
+      } else if (probe.meta.name == "apart") {
+        EXPECT_TRUE(a.node == "n2" || a.node == "n3") << side << ": " << Describe(a);
+      }
+    }
+    ASSERT_TRUE(s.Revert().ok());
+    EXPECT_EQ(s.NodeOrder(), (Names{"n1", "n3", "n4", "n2"})) << side;
+    Placement apart = s.Schedule(probes()[1]);  // zone a holds the anti-affinity pod again
+    EXPECT_TRUE(apart.node == "n3" || apart.node == "n4") << side << ": " << Describe(apart);
+  }
+}
+
 // A Service that comes between two identical pods of a batched run gives the second one
 // default spreading, as a fresh scheduler gives it.
 TEST(LiveStateTest, ServiceChangeReachesABatchedRun) {
@@ -568,9 +675,7 @@ TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
     for (int k = 0; k < 14; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(6)].meta.name));
     for (int k = 0; k < 2; ++k) cluster.pods.push_back(g.NewPod("n7"));  // waits for n7
     for (int side = 0; side < 3; ++side) {
-      Options o;
-      o.reference = side == 0;
-      o.batch = side == 2 ? cycle::kDefaultBatch : 1;
+      Options o = SideOptions(side);
       auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
       ASSERT_TRUE(s.ok()) << s.status();
       ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // builds once

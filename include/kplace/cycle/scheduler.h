@@ -149,8 +149,9 @@ class Scheduler {
    *  Pods: a bound pod added, updated (removed, then added, as upstream's cache does) or
    *  deleted changes only what it touches: its node gets back its resources, ports,
    *  volumes and every domain count. A pending pod's event only records or clears its
-   *  nomination (the queue is the caller's). Other kinds (nodes, namespaces, workloads,
-   *  storage, PDBs, PriorityClasses) rebuild every profile's state over the changed objects.
+   *  nomination (the queue is the caller's). Nodes (added, changed, re-zoned, deleted),
+   *  workloads, PDBs and PriorityClasses change in place (docs/live-state.md); namespaces
+   *  and storage objects rebuild every profile's state over the changed objects.
    *  Afterwards every decision equals that of a scheduler created from Objects() with this
    *  one's next_start_index().
    *  @return AlreadyExists / NotFound naming the object for an ADDED of an existing or a

@@ -72,8 +72,9 @@ class Plugin {
    *  and prepares the plugin again over the snapshot. Plugins whose columns never depend
    *  on pods return true. Default false: a plugin that keeps pod state must opt in. */
   virtual bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) { return false; }
-  /** Called after node `node`'s object changed in place (same zone; the snapshot's label
-   *  columns already updated); `old` is what it was. The name changes only when the node
+  /** Called after node `node`'s object changed in place (any labels, its zone and other
+   *  topology domains included, with its pods still on it; the snapshot's label columns
+   *  already updated); `old` is what it was. The name changes only when the node
    *  leaves (its row becomes a nameless, unlabelled node without pods, never evaluated
    *  again) or comes back under the name it had. Update that node's columns and return
    *  true, or return false to be created and prepared again. Default false. */
