@@ -340,6 +340,20 @@ class CycleScheduler final : public Scheduler {
   const SchedulerConfig& config() const override { return config_; }
   const Options& options() const override { return options_; }
 
+  void SetExplain(bool on) override {
+    if (on == options_.explain) return;
+    options_.explain = on;
+    if (on) {
+      for (auto& b : batches_) {
+        if (b) b->AddStats(&retired_stats_);
+      }
+      batches_.clear();
+    } else if (options_.batch > 1 && !options_.reference && !evaluators_.empty()) {
+      batches_.resize(evaluators_.size());
+      for (size_t e = 0; e < evaluators_.size(); ++e) RestartBatch(e);
+    }
+  }
+
   std::vector<std::string> CompleteDeletions() override {
     std::vector<std::string> gone;
     // In the order the pods entered the cluster, as a fresh scheduler would list them.

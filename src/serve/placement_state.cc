@@ -4,6 +4,7 @@
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
+#include "kplace/cycle/placement_json.h"
 #include "kplace/model/decode.h"
 #include "kplace/state/event.h"
 
@@ -257,9 +258,40 @@ absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::s
   return out;
 }
 
+// Explanations for one call only: the scheduler keeps them while `on`, then batches again.
+class PlacementState::ExplainScope {
+ public:
+  ExplainScope(cycle::Scheduler* s, bool on) : s_(on ? s : nullptr) {
+    if (s_) s_->SetExplain(true);
+  }
+  ~ExplainScope() {
+    if (s_) s_->SetExplain(false);
+  }
+  ExplainScope(const ExplainScope&) = delete;
+  ExplainScope& operator=(const ExplainScope&) = delete;
+
+ private:
+  cycle::Scheduler* s_;
+};
+
+void PlacementState::Explain(const std::vector<Pod>& pods, ScheduleResult* out) const {
+  std::map<std::string, const std::vector<std::string>*> filter_of;  // pod key -> its profile's Filter plugins
+  for (const Pod& pod : pods) {
+    for (const Profile& profile : config_.profiles) {
+      if (profile.scheduler_name == pod.scheduler_name) filter_of[ObjectKey(pod.meta)] = &profile.filter;
+    }
+  }
+  static const std::vector<std::string> kNone;
+  for (const cycle::Placement& p : out->placements) {
+    auto it = filter_of.find(p.pod);
+    out->explanations.push_back(cycle::PlacementJson(p, true, it == filter_of.end() ? kNone : *it->second).dump());
+  }
+}
+
 absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, std::optional<uint64_t> expected,
-                                                        const std::vector<GangSpec>& request_gangs) {
+                                                        const std::vector<GangSpec>& request_gangs, bool explain) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
+  const ExplainScope scope(scheduler_.get(), explain);
   KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, !dry_run));
   const std::vector<Pod>& pods = req.decoded.pods;
   std::map<std::string, size_t> index;
@@ -319,6 +351,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   }
   flush();
   for (size_t k : order) out.placements.push_back(std::move(placed[k]));
+  if (explain) Explain(pods, &out);
   if (dry_run) {
     KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
     out.revision = revision_;
@@ -375,8 +408,10 @@ absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const
   return r;
 }
 
-absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, std::optional<uint64_t> expected) {
+absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, std::optional<uint64_t> expected,
+                                                        bool explain) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
+  const ExplainScope scope(scheduler_.get(), explain);
   KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, /*keep_json=*/false));
   ScheduleResult out;
   out.revision = revision_;
@@ -386,6 +421,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, s
     out.placements.push_back(std::move(scheduler_->ScheduleAll({pod})[0]));
     KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
   }
+  if (explain) Explain(req.decoded.pods, &out);
   return out;
 }
 

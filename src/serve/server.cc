@@ -140,14 +140,14 @@ class PlacementService final : public v1::Placement::Service {
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN,
-                             Expected(req->has_expected_revision(), req->expected_revision()), gangs);
+                             Expected(req->has_expected_revision(), req->expected_revision()), gangs, req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided(req->mode() == v1::DRY_RUN ? "DRY_RUN" : "COMMIT", placed,
                           static_cast<int64_t>(r->placements.size()) - placed);
     metrics_->SetRevision(r->revision);
-    for (const cycle::Placement& p : r->placements) Fill(p, resp->add_placements());
+    for (size_t k = 0; k < r->placements.size(); ++k) Fill(*r, k, resp->add_placements());
     for (const GangResult& g : r->gangs) {
       v1::GangResult* out = resp->add_gangs();
       out->set_name(g.name);
@@ -163,12 +163,12 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status DoEvaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
-    auto r = state_.Evaluate(req->pods(), Expected(req->has_expected_revision(), req->expected_revision()));
+    auto r = state_.Evaluate(req->pods(), Expected(req->has_expected_revision(), req->expected_revision()), req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided("EVALUATE", placed, static_cast<int64_t>(r->placements.size()) - placed);
     resp->set_revision(r->revision);
-    for (const cycle::Placement& p : r->placements) Fill(p, resp->add_results());
+    for (size_t k = 0; k < r->placements.size(); ++k) Fill(*r, k, resp->add_results());
     return grpc::Status::OK;
   }
 
@@ -193,7 +193,9 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  static void Fill(const cycle::Placement& p, v1::PodPlacement* out) {
+  static void Fill(const ScheduleResult& r, size_t k, v1::PodPlacement* out) {
+    const cycle::Placement& p = r.placements[k];
+    if (k < r.explanations.size()) out->set_explanation(r.explanations[k]);
     out->set_pod(p.pod);
     out->set_node(p.node);
     out->set_code(CodeName(p.code));

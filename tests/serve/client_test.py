@@ -166,6 +166,27 @@ class ServeTest(unittest.TestCase):
         names = sorted(o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "Pod")
         self.assertEqual(names, ["w0", "w1", "w2"])
 
+    def test_explanations_on_request(self):
+        self.reset_small()
+        pods = listing([pod("x1", "3"), pod("x2", "9")])
+        plain = self.stub.Schedule(pb.ScheduleRequest(pods=pods, mode=pb.DRY_RUN))
+        self.assertEqual([p.explanation for p in plain.placements], ["", ""])
+        got = self.stub.Schedule(pb.ScheduleRequest(pods=pods, mode=pb.DRY_RUN, explain=True))
+        self.assertEqual([p.node for p in got.placements], [p.node for p in plain.placements])
+        fits, big = (json.loads(p.explanation) for p in got.placements)
+        self.assertEqual(fits["node"], "a")
+        self.assertEqual(sorted(n["node"] for n in fits["nodes"]), ["a", "b"])
+        on_b = next(n for n in fits["nodes"] if n["node"] == "b")
+        self.assertEqual(on_b["filter"]["plugin"], "NodeResourcesFit")
+        self.assertIn("Insufficient cpu", on_b["filter"]["reasons"])
+        on_a = next(n for n in fits["nodes"] if n["node"] == "a")
+        self.assertEqual(on_a["filter"], "passed")
+        self.assertIn("kube-scheduler-simulator.sigs.k8s.io/selected-node", fits["annotations"])
+        self.assertIsNone(big["node"])
+        self.assertEqual(big["postFilter"]["plugin"], "DefaultPreemption")
+        ev = self.stub.Evaluate(pb.EvaluateRequest(pods=listing([pod("x3", "1")]), explain=True)).results[0]
+        self.assertEqual(len(json.loads(ev.explanation)["nodes"]), 2)
+
     def test_evaluate(self):
         rev = self.reset_small()
         r = self.stub.Evaluate(pb.EvaluateRequest(pods=listing([pod("e1", "3"), pod("e2", "3"), pod("e3", "9")]),

@@ -142,6 +142,9 @@ class Scheduler {
   /** The configuration and options the scheduler was created with. */
   virtual const SchedulerConfig& config() const = 0;
   virtual const Options& options() const = 0;
+  /** Keeps (or stops keeping) every cycle's per-node explanation from now on
+   *  (Options::explain); explained pods go through the per-pod cycle. */
+  virtual void SetExplain(bool on) = 0;
   /** The deletion of the pods preemption made terminate completes: they leave the cluster.
    *  Returns their keys. */
   virtual std::vector<std::string> CompleteDeletions() = 0;

@@ -44,6 +44,7 @@ struct ScheduleResult {
   uint64_t revision = 0;
   std::vector<cycle::Placement> placements;  // queue order
   std::vector<GangResult> gangs;             // in the order their first member came
+  std::vector<std::string> explanations;     // per placement, when asked: `kplace explain`'s JSON
 };
 
 class PlacementState {
@@ -65,10 +66,11 @@ class PlacementState {
    *  their members in queue order, each with the normal cycle; at least minCount placed
    *  are kept together, else none is (the members report the gang's failure). */
   absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, std::optional<uint64_t> expected,
-                                          const std::vector<GangSpec>& gangs = {});
+                                          const std::vector<GangSpec>& gangs = {}, bool explain = false);
   /** @brief Each of `pods` decided alone against the current state (no binds between
    *  them, as if it were the only pending pod); the state does not change. */
-  absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, std::optional<uint64_t> expected);
+  absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, std::optional<uint64_t> expected, bool explain = false);
+
   /** The objects now as one v1 List: nodes in node-tree order, then the other kinds as
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */
   nlohmann::json Snapshot() const;
@@ -89,6 +91,9 @@ class PlacementState {
   // The pending pods of a request, decoded with their priorities, each pod's JSON when
   // `keep_json`, and the request's PodGroups with the members that name them.
   struct RequestPods;
+  class ExplainScope;
+  // Each placement as `kplace explain` writes it (cycle::PlacementJson), into out->explanations.
+  void Explain(const std::vector<Pod>& pods, ScheduleResult* out) const;
   absl::StatusOr<RequestPods> DecodeRequest(std::string_view text, bool keep_json) const;
   // Places `members` (indices into `pods`, queue order) of `gang` all or nothing, into `placed`.
   absl::StatusOr<GangResult> PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
