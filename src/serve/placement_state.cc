@@ -114,7 +114,8 @@ absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std:
 }
 
 absl::Status PlacementState::ApplyOne(const std::string& text, const std::string& where, std::vector<MirrorUndo>* undo) {
-  KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> parsed, state::ParseWatchEvent(text, where));
+  json object;
+  KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> parsed, state::ParseWatchEvent(text, where, &object));
   if (!parsed) return absl::OkStatus();  // BOOKMARK
   state::ClusterEvent& e = *parsed;
   if (e.kind == "Pod") {
@@ -122,9 +123,9 @@ absl::Status PlacementState::ApplyOne(const std::string& text, const std::string
   } else if (e.kind == "PriorityClass") {
     KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(e, &classes_));
   }
-  KPLACE_RETURN_IF_ERROR(scheduler_->Apply(e));
-  const json object = json::parse(text)["object"];  // ParseWatchEvent read it already
   const bool deleted = e.type == state::EventType::kDeleted;
+  const bool pending_pod = e.kind == "Pod" && e.object.pods[0].node_name.empty();
+  KPLACE_RETURN_IF_ERROR(scheduler_->Apply(std::move(e)));
   if (IsPod(object)) {
     const std::string key = PodKey(object);
     auto it = pods_.find(key);
@@ -133,8 +134,8 @@ absl::Status PlacementState::ApplyOne(const std::string& text, const std::string
     if (deleted) {
       pods_.erase(key);
     } else {
-      pods_[key] = object;
-      if (e.object.pods[0].node_name.empty()) pending_.insert(key);
+      if (pending_pod) pending_.insert(key);
+      pods_[key] = std::move(object);
     }
     return absl::OkStatus();
   }
@@ -145,7 +146,7 @@ absl::Status PlacementState::ApplyOne(const std::string& text, const std::string
     objects_.erase(key);
   } else {
     if (it == objects_.end()) order_.push_back(key);
-    objects_[key] = object;
+    objects_[key] = std::move(object);
   }
   return absl::OkStatus();
 }

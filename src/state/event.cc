@@ -159,6 +159,11 @@ ClusterEvent PodEvent(EventType type, const Pod& pod) { return Single(type, "Pod
 ClusterEvent NodeEvent(EventType type, const Node& node) { return Single(type, "Node", node, &ObjectSet::nodes); }
 
 absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view line, const std::string& where) {
+  return ParseWatchEvent(line, where, nullptr);
+}
+
+absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view line, const std::string& where,
+                                                            json* object_out) {
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(line, where));
   if (docs.size() != 1 || !docs[0].is_object()) {
     return absl::InvalidArgumentError(StrCat(where, ": expected one watch event object {\"type\": ..., \"object\": {...}}"));
@@ -199,6 +204,7 @@ absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view lin
   ObjectSet decoded;
   KPLACE_RETURN_IF_ERROR(DecodeDocument(object, where, &decoded, nullptr));
   KPLACE_ASSIGN_OR_RETURN(ClusterEvent e, MakeEvent(t, std::move(decoded), where));
+  if (object_out) *object_out = std::move(docs[0]["object"]);
   return std::optional<ClusterEvent>(std::move(e));
 }
 

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "kplace/model/objects.h"
@@ -43,6 +45,10 @@ ClusterEvent NodeEvent(EventType type, const Node& node);
  *  a malformed line, an unknown type, an ERROR event, an object that does not decode, a
  *  kind the scheduler does not read, or a List. */
 absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view line, const std::string& where);
+/** The same, also handing over the event's object as parsed (`*object`, unless a BOOKMARK):
+ *  for a caller that keeps the JSON, without parsing it again. */
+absl::StatusOr<std::optional<ClusterEvent>> ParseWatchEvent(std::string_view line, const std::string& where,
+                                                            nlohmann::json* object);
 
 /** Reads watch events from a stream: one JSON object per line, or pretty-printed objects
  *  one after another (`kubectl get --watch --output-watch-events -o json`). */
