@@ -407,6 +407,7 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   cycle::Options engine_options;
   engine_options.backend = options.backend;
   engine_options.batch = options.batch;
+  engine_options.gates = options.gates;
   result.batch = options.batch;
   int64_t creation = 0;
   Phase phase;
@@ -462,6 +463,7 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   if (options.run_reference) {
     cycle::Options ref_options;
     ref_options.reference = true;
+    ref_options.gates = options.gates;
     result.reference.side = "reference";
     result.reference.backend = "reference";
     KPLACE_ASSIGN_OR_RETURN(Measured ref_run,

@@ -230,6 +230,7 @@ int RunBench(int argc, char** argv) {
   std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
+  std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false");
   bool& verify = flags.Bool("verify", "engine: also replay the measured phase (pods and churn events) per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
@@ -275,6 +276,7 @@ int RunBench(int argc, char** argv) {
     return 2;
   }
   bench::BenchOptions options;
+  if (!ParseFeatureGates("bench", feature_gates, &options.gates)) return 2;
   options.backend = be;
   options.run_reference = !no_reference;
   options.batch = static_cast<int32_t>(batch);

@@ -71,6 +71,8 @@ struct BenchResult {
 
 struct BenchOptions {
   engine::Backend backend = engine::Backend::kOmp;
+  /** Feature gates for every side (--feature-gates); v1.37's defaults otherwise. */
+  FeatureGates gates;
   bool run_reference = true;
   /** The engine's batched cycles (cycle::Options::batch): 1 schedules pod by pod. */
   int32_t batch = cycle::kDefaultBatch;
