@@ -316,6 +316,12 @@ class BackendFramework final : public engine::Framework {
     }
   }
 
+  void NamespacesChanged() override {
+    for (auto& entry : by_name_) {
+      if (!entry.second->OnNamespacesChange(*snapshot_)) Remake(&entry);
+    }
+  }
+
  private:
   // A plugin that could not undo a bind in place is created and prepared again over the
   // snapshot, which is what a fresh framework would hold.

@@ -384,14 +384,7 @@ class InterPodAffinity final : public engine::Plugin {
     term_of_.clear();
     anti_terms_.clear();
     score_terms_.clear();
-    namespaces_.clear();
-    namespace_labels_.clear();
-    for (const Namespace& ns : s.objects().namespaces) {
-      int32_t id = strings_.Intern(ns.meta.name);
-      LabelIds labels = InternLabels(ns.meta.labels);
-      namespaces_.emplace_back(id, labels);
-      namespace_labels_[id] = std::move(labels);
-    }
+    ReadNamespaces(s);
     for (NodeIndex i = 0; i < n_; ++i) {
       for (const Pod* p : s.pods_on(i)) counted_[p] = AddExistingPod(*p, i);
     }
@@ -569,6 +562,15 @@ class InterPodAffinity final : public engine::Plugin {
     } else {
       UploadDomainChanges(changed);
     }
+    ForgetKept();
+    return true;
+  }
+
+  // Existing terms match namespace labels when a pod is checked, and an incoming pod's
+  // selector is resolved at its PreFilter: reading the labels again is all, but the kept
+  // states were computed with the old ones.
+  bool OnNamespacesChange(const Snapshot& s) override {
+    ReadNamespaces(s);
     ForgetKept();
     return true;
   }
@@ -910,6 +912,17 @@ class InterPodAffinity final : public engine::Plugin {
     filter_state_.valid = score_state_.valid = false;
     binds_begin_ = BindsEnd();
     binds_.clear();
+  }
+
+  void ReadNamespaces(const Snapshot& s) {
+    namespaces_.clear();
+    namespace_labels_.clear();
+    for (const Namespace& ns : s.objects().namespaces) {
+      int32_t id = strings_.Intern(ns.meta.name);
+      LabelIds labels = InternLabels(ns.meta.labels);
+      namespaces_.emplace_back(id, labels);
+      namespace_labels_[id] = std::move(labels);
+    }
   }
 
   LabelIds InternLabels(const Labels& labels) {

@@ -1071,6 +1071,16 @@ class CycleScheduler final : public Scheduler {
       if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
       return absl::OkStatus();
     }
+    if (live_ && !options_.reference && !event.object.namespaces.empty()) {
+      // Only InterPodAffinity reads namespaces (their labels): it reads them again. The
+      // reference rebuilds, so the differential tests check this against a fresh state.
+      auto undo = std::make_unique<state::Undo>();
+      KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, live_.get(), undo.get(), at));
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().NamespacesChanged();
+      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+      if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+      return absl::OkStatus();
+    }
     if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
       const Node& node = event.object.nodes[0];
       auto it = node_index_.find(node.meta.name);

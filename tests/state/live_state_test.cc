@@ -78,7 +78,7 @@ class Generator {
     p.containers[0].image = StrCat("img", Pick(3), ":v1");  // ImageLocality scores nodes that have it
     const std::string app = kApps[Pick(3)];
     p.meta.labels = {{"app", app}};
-    if (shape < 0) shape = Pick(11);
+    if (shape < 0) shape = Pick(12);
     PodAffinityTerm term;
     term.label_selector = LabelSelector{{{"app", app}}, {}};
     switch (shape) {
@@ -130,6 +130,15 @@ class Generator {
       case 10:  // with its own app in one zone (the first of its group goes anywhere)
         term.topology_key = "topology.kubernetes.io/zone";
         p.affinity.emplace().pod_affinity.emplace().required.push_back(term);
+        break;
+      case 11:  // terms over the namespaces labelled tier=gold, which come and go
+        term.namespace_selector = LabelSelector{{{"tier", "gold"}}, {}};
+        if (Pick(2)) {
+          AddAnti(&p, term, "kubernetes.io/hostname");
+        } else {
+          term.topology_key = "topology.kubernetes.io/zone";
+          p.affinity.emplace().pod_affinity.emplace().preferred.push_back(WeightedPodAffinityTerm{1 + Pick(50), term});
+        }
         break;
       default:
         break;
@@ -210,9 +219,10 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
   };
   int64_t placed_probes = 0;
   std::set<std::string> services;  // the Services there now, by name
+  bool gold = false;  // whether the pods' namespace is labelled tier=gold
   for (int32_t step = 0; step < steps; ++step) {
     const std::string what = StrCat("seed ", seed, " step ", step);
-    const int r = g.Pick(42);
+    const int r = g.Pick(43);
     if (r < 10) {  // one pod
       schedule_all({g.NewPod("")}, what);
     } else if (r < 14) {  // a run of replicas
@@ -297,6 +307,13 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
           break;
       }
       apply_all(NodeEvent(EventType::kModified, n), what + " node update " + n.meta.name);
+    } else if (r == 42) {  // the pods' namespace gains or loses tier=gold: namespaceSelector terms flip
+      gold = !gold;
+      auto e = ParseWatchEvent(StrCat(R"({"type":"MODIFIED","object":{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"default")",
+                                      gold ? R"(,"labels":{"tier":"gold"})" : "", "}}}"),
+                               "namespace");
+      ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+      apply_all(**e, what + (gold ? " namespace gold" : " namespace plain"));
     } else if (r >= 40) {  // a Service comes or goes: default spreading for the pods it selects
       const std::string app = g.Pick(2) ? "web" : "batch";
       const bool there = services.count(app) > 0;
@@ -314,7 +331,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
     } else {  // compare with fresh schedulers, in a transaction that is then reverted
       if (step % sample != 0 && r != 39) continue;
       std::vector<Pod> probes;
-      for (int shape = 0; shape < 11; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
+      for (int shape = 0; shape < 12; ++shape) probes.push_back(g.NewPod("", shape));  // every plugin's state
       // What-if events inside the transaction: nodes leave (with their pods), join and
       // change, bound pods go.
       std::vector<ClusterEvent> what_if;

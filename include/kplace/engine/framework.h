@@ -132,6 +132,8 @@ class Framework {
   virtual void UpdateNode(NodeIndex node, const Node& old) = 0;
   /** Records that node `node` joined (Snapshot::AddNode); the same rules as UpdateNode. */
   virtual void AddNode(NodeIndex node) = 0;
+  /** Records that the snapshot's Namespace objects changed; a batched run starts again. */
+  virtual void NamespacesChanged() = 0;
 
   // Batched cycles (kplace/cycle/batch.h). A run is a sequence of pods with one scheduling
   // signature; within it, node-local plugins (Plugin::NodeLocal) compile the pod once

@@ -79,6 +79,10 @@ class Plugin {
    *  again) or comes back under the name it had. Update that node's columns and return
    *  true, or return false to be created and prepared again. Default false. */
   virtual bool OnNodeUpdate(NodeIndex /*node*/, const Node& /*old*/, const Snapshot&) { return false; }
+  /** Called after the cluster's Namespace objects changed (Snapshot::objects() holds them
+   *  now). Default true: only InterPodAffinity reads namespaces (their labels, for
+   *  namespaceSelector terms); a plugin that keeps them returns false to be built again. */
+  virtual bool OnNamespacesChange(const Snapshot&) { return true; }
   /** Called after node `node` joined the snapshot as its last index, without pods. Grow
    *  the columns by it and return true, or return false to be created and prepared
    *  again. Default false. */
