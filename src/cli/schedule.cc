@@ -250,6 +250,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   int64_t& seed = flags.Int("seed", 1, "seed for --tie-break=random and for preemption's dry-run start offset");
   bool& explain_flag = flags.Bool("explain", "include per-node, per-plugin verdicts and scores");
   bool& klog = flags.Bool("klog", "also print kube-scheduler -v=10 score lines to stderr (with --explain)");
+  bool& skip_invalid = flags.Bool("skip-invalid", "leave out objects that fail validation (each listed on stderr) instead of stopping");
   bool& report = flags.Bool("report", "add per-workload replicas surviving the worst node, zone and region loss");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
                              "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
@@ -297,6 +298,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
 
   ObjectSet cluster;
   SkippedKinds skipped;
+  std::vector<std::string> invalid;  // --skip-invalid: what was left out, and why
   // Where each node and pod came from: an object given twice is an error naming both files.
   std::map<std::string, std::string> node_file, pod_file;
   auto note = [&](std::map<std::string, std::string>& seen, const char* kind, const std::string& key,
@@ -309,7 +311,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   };
   for (const std::string& f : cluster_files) {
     const size_t nodes_before = cluster.nodes.size(), pods_before = cluster.pods.size();
-    absl::Status s = DecodeFile(f, &cluster, &skipped);
+    absl::Status s = DecodeFile(f, &cluster, &skipped, skip_invalid ? &invalid : nullptr);
     if (!s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
@@ -327,7 +329,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::vector<json> pending_json;
   for (const std::string& f : pod_files) {
     ObjectSet set;
-    absl::Status s = DecodeFile(f, &set, &skipped);
+    absl::Status s = DecodeFile(f, &set, &skipped, skip_invalid ? &invalid : nullptr);
     if (!s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
@@ -354,6 +356,10 @@ int Schedule(int argc, char** argv, bool explain_command) {
     cluster.pods = std::move(bound);
   }
   if (!skipped.empty()) std::fprintf(stderr, "%s: %s\n", who, SkippedLine(skipped).c_str());
+  if (!invalid.empty()) {
+    std::fprintf(stderr, "%s: --skip-invalid: left out %zu invalid object(s):\n", who, invalid.size());
+    for (const std::string& m : invalid) std::fprintf(stderr, "  %s\n", m.c_str());
+  }
   for (std::vector<Pod>* pods : {&cluster.pods, &pending}) {
     absl::Status s = ResolvePriorities(cluster, pods, who);
     if (!s.ok()) {

@@ -752,7 +752,13 @@ absl::StatusOr<GenericObject> DecodeGeneric(const json& j, std::string_view kind
   return o;
 }
 
-absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped) {
+namespace {
+absl::Status DecodeOne(const json& doc, const std::string& kind, std::string_view file, ObjectSet* out,
+                       SkippedKinds* skipped);
+}  // namespace
+
+absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
+                            std::vector<std::string>* invalid) {
   if (doc.is_null()) return absl::OkStatus();  // an empty YAML document
   if (!doc.is_object()) {
     return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got ", doc.type_name()));
@@ -767,13 +773,25 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
       if (!item_kind.empty() && item.is_object() && !item.contains("kind")) {
         json copy = item;
         copy["kind"] = item_kind;
-        KPLACE_RETURN_IF_ERROR(DecodeDocument(copy, file, out, skipped));
+        KPLACE_RETURN_IF_ERROR(DecodeDocument(copy, file, out, skipped, invalid));
       } else {
-        KPLACE_RETURN_IF_ERROR(DecodeDocument(item, file, out, skipped));
+        KPLACE_RETURN_IF_ERROR(DecodeDocument(item, file, out, skipped, invalid));
       }
     }
     return absl::OkStatus();
   }
+  absl::Status s = DecodeOne(doc, kind, file, out, skipped);
+  if (!s.ok() && invalid && absl::IsInvalidArgument(s)) {
+    invalid->push_back(std::string(s.message()));
+    return absl::OkStatus();
+  }
+  return s;
+}
+
+namespace {
+// One object (not a List) of `kind`.
+absl::Status DecodeOne(const json& doc, const std::string& kind, std::string_view file, ObjectSet* out,
+                       SkippedKinds* skipped) {
   if (kind == "Node") {
     KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(doc, file));
     out->nodes.push_back(std::move(n));
@@ -812,8 +830,10 @@ absl::Status DecodeDocument(const json& doc, std::string_view file, ObjectSet* o
   }
   return absl::OkStatus();
 }
+}  // namespace
 
-absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped) {
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped,
+                        std::vector<std::string>* invalid) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return absl::InvalidArgumentError(StrCat(path, ": is a directory, not a file"));
   std::ifstream in(path, std::ios::binary);
@@ -825,7 +845,7 @@ absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* s
     return absl::InvalidArgumentError(StrCat(path, ": empty file: no Kubernetes objects"));
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, path));
-  for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, path, out, skipped));
+  for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, path, out, skipped, invalid));
   return absl::OkStatus();
 }
 

@@ -424,6 +424,24 @@ TEST_F(ScheduleCliTest, DuplicatesEmptyFilesAndDirectoriesAreRefused) {
   EXPECT_EQ(out["placements"][0]["node"], "a");
 }
 
+// --skip-invalid leaves out (and lists) the objects the API server would refuse; the rest
+// is scheduled. Without it the first one stops the run.
+TEST_F(ScheduleCliTest, SkipInvalidLeavesOutRefusedObjects) {
+  json out;
+  json bad_node = Node("bad");
+  bad_node["status"]["allocatable"]["cpu"] = "-4";
+  json bad_pod = Pod("bad-pod", "1");
+  bad_pod["spec"]["priority"] = "high";
+  std::string nodes = Write("n.json", List(json::array({Node("a"), bad_node})));
+  std::string pods = Write("p.json", List(json::array({Pod("p", "1"), bad_pod})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods}, &out), 1);
+  ASSERT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods, "--skip-invalid"}, &out), 0);
+  ASSERT_EQ(out["placements"].size(), 1u);
+  EXPECT_EQ(out["placements"][0]["pod"], "default/p");
+  EXPECT_EQ(out["placements"][0]["node"], "a");
+  EXPECT_EQ(out["summary"]["nodes"], 1);
+}
+
 TEST_F(ScheduleCliTest, FeatureGatesAreValidated) {
   json out;
   std::string nodes = Write("n.json", List(json::array({Node("a")})));

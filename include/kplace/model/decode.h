@@ -28,11 +28,15 @@ using SkippedKinds = std::map<std::string, int64_t>;
  *  HorizontalPodAutoscalers, CRDs, custom resources), counted there by kind.
  *  @return NotFound when the file cannot be read; InvalidArgument naming file,
  *  object and field path for bad input, and for an unknown kind when `skipped` is null. */
-absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped = nullptr);
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped = nullptr,
+                        std::vector<std::string>* invalid = nullptr);
 
-/** @brief Decodes one document (an object or a List) from `file` into `out`. */
+/** @brief Decodes one document (an object or a List) from `file` into `out`. With
+ *  `invalid` given, an object that fails its validation (InvalidArgument) is left out and
+ *  its message added there instead of ending the decode (`--skip-invalid`); a file that
+ *  does not parse still ends it. */
 absl::Status DecodeDocument(const nlohmann::json& doc, std::string_view file, ObjectSet* out,
-                            SkippedKinds* skipped = nullptr);
+                            SkippedKinds* skipped = nullptr, std::vector<std::string>* invalid = nullptr);
 
 /** @brief "skipped: 3 HorizontalPodAutoscaler, 1 CustomResourceDefinition (not used by
  *  scheduling)", kinds sorted by name; "" when nothing was skipped. */
