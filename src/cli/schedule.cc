@@ -110,7 +110,10 @@ std::string OwnerOf(const Pod& p) {
   return "";
 }
 
-// Replicas per workload that survive the loss of the worst node, zone and region.
+// Replicas per workload that survive the loss of the worst node, zone and region. A pod on a
+// node without a zone (region) label is in no zone and survives any zone's loss; a workload
+// with no pod in any zone gets null: there is no zone to lose. Completed pods and static
+// (mirror) pods, whose controller is their Node, are no replicas.
 json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const Pod*, std::string>>& placed) {
   std::map<std::string, const Node*> nodes;
   for (const Node& n : cluster.nodes) nodes[n.meta.name] = &n;
@@ -120,6 +123,10 @@ json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const 
   };
   std::map<std::string, Counts> by_owner;
   auto add = [&](const Pod& p, const std::string& node) {
+    if (p.phase == "Succeeded" || p.phase == "Failed") return;
+    for (const OwnerReference& o : p.meta.owner_references) {
+      if (o.controller && o.kind == "Node") return;
+    }
     std::string owner = OwnerOf(p);
     auto it = nodes.find(node);
     if (owner.empty() || it == nodes.end()) return;
@@ -128,25 +135,26 @@ json SurvivalReport(const ObjectSet& cluster, const std::vector<std::pair<const 
     auto label = [&](const char* key) { auto f = l.find(key); return f == l.end() ? std::string() : f->second; };
     ++c.total;
     ++c.node[node];
-    ++c.zone[label("topology.kubernetes.io/zone")];
-    ++c.region[label("topology.kubernetes.io/region")];
+    if (std::string zone = label("topology.kubernetes.io/zone"); !zone.empty()) ++c.zone[zone];
+    if (std::string region = label("topology.kubernetes.io/region"); !region.empty()) ++c.region[region];
   };
   for (const Pod& p : cluster.pods) {
     if (!p.node_name.empty()) add(p, p.node_name);
   }
   for (const auto& [pod, node] : placed) add(*pod, node);
   json out = json::array();
-  auto worst = [](const std::map<std::string, int64_t>& m) {
+  auto surviving = [](int64_t total, const std::map<std::string, int64_t>& domains) {
+    if (domains.empty()) return json(nullptr);
     int64_t w = 0;
-    for (const auto& [k, v] : m) w = std::max(w, v);
-    return w;
+    for (const auto& [k, v] : domains) w = std::max(w, v);
+    return json(total - w);
   };
   for (const auto& [owner, c] : by_owner) {
     out.push_back({{"workload", owner},
                    {"replicas", c.total},
-                   {"survivingWorstNodeLoss", c.total - worst(c.node)},
-                   {"survivingWorstZoneLoss", c.total - worst(c.zone)},
-                   {"survivingWorstRegionLoss", c.total - worst(c.region)}});
+                   {"survivingWorstNodeLoss", surviving(c.total, c.node)},
+                   {"survivingWorstZoneLoss", surviving(c.total, c.zone)},
+                   {"survivingWorstRegionLoss", surviving(c.total, c.region)}});
   }
   return out;
 }

@@ -162,6 +162,33 @@ TEST_F(ScheduleCliTest, ZoneSpreadLandsTwoPerZoneAndReportCountsSurvivors) {
   }
 }
 
+// Without zone or region labels there is no zone to lose: the report says null, not 0.
+// Completed pods and static (mirror) pods are no replicas.
+TEST_F(ScheduleCliTest, ReportLeavesAbsentDomainsAndNonReplicasOut) {
+  json owner = json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web"}, {"uid", "u"}, {"controller", true}}});
+  json cluster = json::array({Node("a"), Node("b")});
+  for (int i = 0; i < 2; ++i) {
+    json p = Pod("bound-" + std::to_string(i), "100m", {{"nodeName", i ? "b" : "a"}});
+    p["metadata"]["ownerReferences"] = owner;
+    cluster.push_back(p);
+  }
+  json done = Pod("done", "100m", {{"nodeName", "a"}});
+  done["metadata"]["ownerReferences"] = owner;
+  done["status"] = {{"phase", "Succeeded"}};
+  cluster.push_back(done);
+  json mirror = Pod("mirror", "100m", {{"nodeName", "a"}});
+  mirror["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "a"}, {"uid", "n"}, {"controller", true}}});
+  cluster.push_back(mirror);
+  json out;
+  ASSERT_EQ(Run({"schedule", "--report", "--cluster", Write("c.json", List(cluster))}, &out), 0);
+  ASSERT_EQ(out["report"].size(), 1u) << out["report"].dump();
+  EXPECT_EQ(out["report"][0]["workload"], "default/ReplicaSet/web");
+  EXPECT_EQ(out["report"][0]["replicas"], 2);
+  EXPECT_EQ(out["report"][0]["survivingWorstNodeLoss"], 1);
+  EXPECT_TRUE(out["report"][0]["survivingWorstZoneLoss"].is_null());
+  EXPECT_TRUE(out["report"][0]["survivingWorstRegionLoss"].is_null());
+}
+
 TEST_F(ScheduleCliTest, BadInputNamesTheFieldAndFails) {
   json bad = Pod("web-1", "12x");
   json out;
