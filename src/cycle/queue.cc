@@ -43,10 +43,11 @@ void SchedulingQueue::Forget(const std::string& key) {
 }
 
 absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
-  if (event.kind == "Pod") {
+  const bool pod_event = event.kind == "Pod";
+  const std::string key = pod_event ? ObjectKey(event.object.pods[0].meta) : "";
+  const bool pending_here = pod_event && Pending(key);
+  if (pod_event) {
     const Pod& pod = event.object.pods[0];
-    const std::string key = ObjectKey(pod.meta);
-    const bool pending_here = Pending(key);
     if (pod.node_name.empty() && event.type != state::EventType::kDeleted) {
       if (event.type == state::EventType::kAdded && pending_here) {
         return absl::AlreadyExistsError(StrCat(event.where, ": Pod ", key, " is already pending"));
@@ -80,24 +81,18 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
       ++stats_.events;
       return absl::OkStatus();
     }
-    // A pending pod bound elsewhere or deleted leaves the queue; the cluster sees the change.
-    Flush();
-    Node old_node;
-    Pod old_pod;
-    const HintEvent hint = Before(event, &old_node, &old_pod);
-    absl::Status s = scheduler_->Apply(event);
-    if (!s.ok()) return s;
-    if (pending_here) Forget(key);
-    Requeue(hint);
-  } else {
-    Flush();
-    Node old_node;
-    Pod old_pod;
-    const HintEvent hint = Before(event, &old_node, &old_pod);
-    absl::Status s = scheduler_->Apply(event);
-    if (!s.ok()) return s;
-    if (RetriesPods(event.kind)) Requeue(hint);
   }
+  // A cluster change (a bound pod, a pending pod bound elsewhere or deleted, any other
+  // object): the pods that arrived before it are scheduled first, then the cluster sees it,
+  // then the hints, asked with the object as it was, pick the waiting pods to retry.
+  Flush();
+  Node old_node;
+  Pod old_pod;
+  const HintEvent hint = Before(event, &old_node, &old_pod);
+  absl::Status s = scheduler_->Apply(event);
+  if (!s.ok()) return s;
+  if (pending_here) Forget(key);
+  if (RetriesPods(event.kind)) Requeue(hint);
   ++stats_.events;
   return absl::OkStatus();
 }

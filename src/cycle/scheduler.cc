@@ -1064,22 +1064,13 @@ class CycleScheduler final : public Scheduler {
     }
     if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty())) {
       // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
-      // plugin: changed in place; batched runs compiled against the old ones start again.
-      auto undo = std::make_unique<state::Undo>();
-      KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, live_.get(), undo.get(), at));
-      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
-      if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
-      return absl::OkStatus();
+      // plugin: changed in place.
+      return ChangeInPlace(event, at, /*namespaces=*/false);
     }
     if (live_ && !options_.reference && !event.object.namespaces.empty()) {
       // Only InterPodAffinity reads namespaces (their labels): it reads them again. The
       // reference rebuilds, so the differential tests check this against a fresh state.
-      auto undo = std::make_unique<state::Undo>();
-      KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, live_.get(), undo.get(), at));
-      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().NamespacesChanged();
-      for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
-      if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
-      return absl::OkStatus();
+      return ChangeInPlace(event, at, /*namespaces=*/true);
     }
     if (live_ && event.type == state::EventType::kModified && !event.object.nodes.empty()) {
       const Node& node = event.object.nodes[0];
@@ -1097,6 +1088,19 @@ class CycleScheduler final : public Scheduler {
       }
     }
     return RebuildWith(event, at);
+  }
+
+  // An object no plugin keeps (or, `namespaces`, that only InterPodAffinity reads again)
+  // changed in the live object set; batched runs compiled against the old one start again.
+  absl::Status ChangeInPlace(const state::ClusterEvent& event, std::optional<size_t> at, bool namespaces) {
+    auto undo = std::make_unique<state::Undo>();
+    KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, live_.get(), undo.get(), at));
+    if (namespaces) {
+      for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().NamespacesChanged();
+    }
+    for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+    return absl::OkStatus();
   }
 
   void JoinZone(const Node& node, NodeIndex i) {
