@@ -1,6 +1,6 @@
 // ParseDocuments: JSON through nlohmann's iterative parser, YAML through yaml-cpp's event
 // parser with kplace's own builder. Both are guarded so that no input can drive them into
-// unbounded work: nesting deeper than kMaxDepth is refused before parsing (the DOM's copy
+// unbounded work: nesting deeper than kMaxNestingDepth is refused before parsing (the DOM's copy
 // and dump recurse), a YAML stream that stops advancing is an error (yaml-cpp returns empty
 // documents forever on a stray ','), and aliases expand within a node budget (a few hundred
 // bytes of nested aliases would otherwise expand to billions of nodes).
@@ -22,8 +22,6 @@ namespace kplace {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr int kMaxDepth = 256;
 
 // The deepest [ / { nesting outside quoted strings, and where it first exceeds `limit`.
 // JSON strings use "..." with backslash escapes; YAML adds '...' with '' as the escape,
@@ -49,7 +47,7 @@ bool TooDeep(std::string_view text, bool yaml, int* line) {
     } else if (yaml && c == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n')) {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;  // a comment
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxDepth) return true;
+      if (++depth > kMaxNestingDepth) return true;
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }
@@ -216,7 +214,7 @@ absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::str
   int line = 0;
   if (TooDeep(text, !is_json, &line)) {
     return absl::InvalidArgumentError(
-        StrCat(file, ": ", is_json ? "JSON" : "YAML", " nested deeper than ", kMaxDepth, " levels at line ", line));
+        StrCat(file, ": ", is_json ? "JSON" : "YAML", " nested deeper than ", kMaxNestingDepth, " levels at line ", line));
   }
   std::vector<json> docs;
   if (is_json) {

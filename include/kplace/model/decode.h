@@ -13,6 +13,9 @@
 
 namespace kplace {
 
+/** Deepest nesting of lists and maps an input may have (deeper is refused, not parsed). */
+constexpr int kMaxNestingDepth = 256;
+
 /** @brief Parses JSON or (multi-document) YAML text into JSON documents.
  *  @return InvalidArgument naming `file` and the line on a syntax error. */
 absl::StatusOr<std::vector<nlohmann::json>> ParseDocuments(std::string_view text,
@@ -30,6 +33,11 @@ using SkippedKinds = std::map<std::string, int64_t>;
  *  object and field path for bad input, and for an unknown kind when `skipped` is null. */
 absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped = nullptr,
                         std::vector<std::string>* invalid = nullptr);
+
+/** @brief DecodeFile for text in memory (`file` names it in errors): JSON through simdjson,
+ *  YAML through ParseDocuments. */
+absl::Status DecodeText(std::string_view text, std::string_view file, ObjectSet* out,
+                        SkippedKinds* skipped = nullptr, std::vector<std::string>* invalid = nullptr);
 
 /** @brief Decodes one document (an object or a List) from `file` into `out`. With
  *  `invalid` given, an object that fails its validation (InvalidArgument) is left out and
