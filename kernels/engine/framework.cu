@@ -246,6 +246,15 @@ class BackendFramework final : public engine::Framework {
     return out;
   }
 
+  void FilterNodes(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
+    out->failed_plugin.clear();
+    out->code.clear();
+    if (nodes.empty()) return;
+    FirstFailureOn(pre.skip_filter, nodes);
+    out->failed_plugin.assign(listed_failed_.begin(), listed_failed_.end());
+    out->code.assign(listed_code_.begin(), listed_code_.end());
+  }
+
   std::vector<std::vector<VerdictCode>> FilterEach() override {
     const int32_t n = snapshot_->num_nodes();
     codes_.resize(n);

@@ -50,6 +50,11 @@ class Evaluator {
   virtual ~Evaluator() = default;
   virtual const Profile& profile() const = 0;
   virtual PreFilterOutcome PreFilter(const Pod& pod) = 0;
+  /** The scan that follows: candidates[(start + v) % size] for v = 0, 1, ... until `k`
+   *  nodes are feasible, on a snapshot of `rows` node rows (a hint: FilterNode may be
+   *  asked for any node). */
+  virtual void BeginScan(const std::vector<NodeIndex>* /*candidates*/, int32_t /*start*/, int32_t /*k*/,
+                         int32_t /*rows*/) {}
   /** The status of node `i` for the current pod (Success when feasible); sets `plugin`. */
   virtual PluginStatus FilterNode(NodeIndex i, std::string* plugin) = 0;
   virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible) = 0;
@@ -64,13 +69,18 @@ std::string AbsentReason(std::vector<std::string> plugins) {
 
 class EngineEvaluator final : public Evaluator {
  public:
-  explicit EngineEvaluator(std::unique_ptr<engine::Framework> fw) : fw_(std::move(fw)) {}
+  /** `chunked`: filter the nodes the scan visits, in chunks of the visit order sized to
+   *  what is still needed (omp); else every node at once (cuda, where one launch over the
+   *  cluster costs less than many small ones). */
+  EngineEvaluator(std::unique_ptr<engine::Framework> fw, bool chunked) : fw_(std::move(fw)), chunked_(chunked) {}
   const Profile& profile() const override { return fw_->profile(); }
   engine::Framework& framework() { return *fw_; }
 
   PreFilterOutcome PreFilter(const Pod& pod) override {
     pre_ = fw_->PreFilter(pod);
     filtered_ = false;
+    scan_ = nullptr;
+    ++stamp_;
     PreFilterOutcome out;
     out.status = pre_.status;
     out.restricted = pre_.restricted;
@@ -80,15 +90,31 @@ class EngineEvaluator final : public Evaluator {
     return out;
   }
 
+  void BeginScan(const std::vector<NodeIndex>* candidates, int32_t start, int32_t k, int32_t rows) override {
+    EnsureRows(rows);
+    scan_ = candidates;
+    scan_start_ = start;
+    scan_pos_ = 0;
+    scan_k_ = k;
+    scan_visited_ = 0;
+    scan_feasible_ = 0;
+  }
+
   PluginStatus FilterNode(NodeIndex i, std::string* plugin) override {
-    if (!filtered_) {
-      result_ = fw_->Filter(pre_);  // every node at once; the cycle reads the ones it visits
-      filtered_ = true;
+    int16_t f;
+    if (chunked_) {
+      if (stamped_.size() <= static_cast<size_t>(i) || stamped_[i] != stamp_) FilterChunkAt(i);
+      f = failed_[i];
+    } else {
+      if (!filtered_) {
+        result_ = fw_->Filter(pre_);  // every node at once; the cycle reads the ones it visits
+        filtered_ = true;
+      }
+      f = result_.failed_plugin[i];
     }
-    int16_t f = result_.failed_plugin[i];
     if (f == 0) return PluginStatus::Success();
     *plugin = fw_->filter_plugins()[f - 1];
-    return fw_->Verdict(f - 1, result_.code[i]);
+    return fw_->Verdict(f - 1, chunked_ ? code_[i] : result_.code[i]);
   }
 
   ScoreOutcome Score(const std::vector<NodeIndex>& feasible) override {
@@ -97,10 +123,60 @@ class EngineEvaluator final : public Evaluator {
   }
 
  private:
+  // Filters `i`: with the next nodes of the scan when it is the scan's next unfiltered node
+  // (as many as the feasible rate so far says are still needed, a little more), else alone
+  // (a nominated node, a status asked again).
+  void FilterChunkAt(NodeIndex i) {
+    EnsureRows(i + 1);
+    chunk_.clear();
+    const int32_t m = scan_ ? static_cast<int32_t>(scan_->size()) : 0;
+    auto at = [&](int32_t v) { return (*scan_)[(static_cast<int64_t>(scan_start_) + v) % m]; };
+    while (scan_pos_ < m && stamped_[at(scan_pos_)] == stamp_) ++scan_pos_;
+    if (scan_pos_ < m && at(scan_pos_) == i) {
+      const int64_t needed = std::max<int64_t>(1, scan_k_ + 1 - scan_feasible_);  // the (k+1)-th ends the scan
+      const double rate = (scan_feasible_ + 1.0) / (scan_visited_ + 1.0);
+      const int64_t want = static_cast<int64_t>(needed / std::max(rate, 1.0 / 64) * 1.1) + 8;
+      for (; scan_pos_ < m && static_cast<int64_t>(chunk_.size()) < want; ++scan_pos_) {
+        const NodeIndex c = at(scan_pos_);
+        if (stamped_[c] != stamp_) chunk_.push_back(c);
+      }
+    } else {
+      chunk_.push_back(i);
+    }
+    fw_->FilterNodes(pre_, chunk_, &listed_);
+    for (size_t j = 0; j < chunk_.size(); ++j) {
+      const NodeIndex c = chunk_[j];
+      stamped_[c] = stamp_;
+      failed_[c] = listed_.failed_plugin[j];
+      code_[c] = listed_.code[j];
+      scan_feasible_ += listed_.failed_plugin[j] == 0;
+    }
+    scan_visited_ += static_cast<int64_t>(chunk_.size());
+  }
+
+  void EnsureRows(size_t n) {
+    if (stamped_.size() >= n) return;
+    stamped_.resize(n, 0);
+    failed_.resize(n);
+    code_.resize(n);
+  }
+
   std::unique_ptr<engine::Framework> fw_;
+  const bool chunked_;
   engine::PreFilterResult pre_;
   engine::FilterResult result_;
   bool filtered_ = false;
+  // The chunked scan: which nodes hold this pod's verdict (stamped_[i] == stamp_), and where
+  // the scan stands.
+  uint64_t stamp_ = 0;
+  std::vector<uint64_t> stamped_;
+  std::vector<int16_t> failed_;
+  std::vector<engine::VerdictCode> code_;
+  std::vector<NodeIndex> chunk_;
+  engine::FilterResult listed_;
+  const std::vector<NodeIndex>* scan_ = nullptr;
+  int32_t scan_start_ = 0, scan_pos_ = 0, scan_k_ = 0;
+  int64_t scan_visited_ = 0, scan_feasible_ = 0;
 };
 
 class ReferenceEvaluator final : public Evaluator {
@@ -681,6 +757,7 @@ class CycleScheduler final : public Scheduler {
     std::map<std::string, int64_t> reasons;
     std::vector<std::string> rejectors = pre.rejectors;
     int32_t processed = m;
+    if (m > 0) ev->BeginScan(&candidates, next_start_ % m, k, snapshot_ ? snapshot_->num_nodes() : 0);
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
       std::string plugin;
@@ -862,7 +939,8 @@ class CycleScheduler final : public Scheduler {
         auto fw = engine::Framework::Create(options_.backend, p, options_.gates, &error);
         if (!fw) return absl::InvalidArgumentError(StrCat("profile \"", p.scheduler_name, "\": ", error));
         fw->Prepare(*snapshot_);
-        evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw)));
+        evaluators_.push_back(
+            std::make_unique<EngineEvaluator>(std::move(fw), options_.backend == engine::Backend::kOmp));
       }
       if (options_.batch > 1 && !options_.explain) {
         batches_.resize(evaluators_.size());

@@ -9,6 +9,8 @@
 
 #include <simdjson.h>
 
+#include "absl/status/status.h"
+
 #include "kplace/model/decode.h"
 
 namespace kplace {
@@ -63,28 +65,28 @@ class JsonView {
   /** Calls fn(key, value) for each field of an object, in input order; stops at the first
    *  non-ok status and returns it. */
   template <typename Fn>
-  auto ForEachField(Fn&& fn) const -> decltype(fn(std::string_view(), JsonView())) {
+  absl::Status ForEachField(Fn&& fn) const {
     if (is_object()) {
       const simdjson::dom::object object = e_.get_object().value_unsafe();  // not a temporary's
       for (simdjson::dom::key_value_pair kv : object) {
-        auto s = fn(kv.key, JsonView(kv.value));
+        absl::Status s = fn(kv.key, JsonView(kv.value));
         if (!s.ok()) return s;
       }
     }
-    return {};
+    return absl::OkStatus();
   }
   /** Calls fn(index, value) for each element of an array; stops at the first non-ok status. */
   template <typename Fn>
-  auto ForEachElement(Fn&& fn) const -> decltype(fn(size_t{}, JsonView())) {
+  absl::Status ForEachElement(Fn&& fn) const {
     size_t i = 0;
     if (is_array()) {
       const simdjson::dom::array array = e_.get_array().value_unsafe();
       for (simdjson::dom::element v : array) {
-        auto s = fn(i++, JsonView(v));
+        absl::Status s = fn(i++, JsonView(v));
         if (!s.ok()) return s;
       }
     }
-    return {};
+    return absl::OkStatus();
   }
 
   /** Minified JSON text of the value ("null" for an absent one). */

@@ -112,6 +112,10 @@ class Framework {
   virtual std::vector<PluginPreFilter> PreFilterEach(const Pod& pod) = 0;
   /** Runs the Filter plugins not skipped, on every node; first failure wins per node. */
   virtual FilterResult Filter(const PreFilterResult& pre) = 0;
+  /** What Filter(pre) gives, on the listed nodes only: out->failed_plugin[j] and
+   *  out->code[j] are nodes[j]'s. The per-pod cycle asks for the nodes it visits, in chunks,
+   *  instead of filtering the whole cluster. */
+  virtual void FilterNodes(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) = 0;
   /** Every Filter plugin's verdict code on every node, independently (explain, conform). */
   virtual std::vector<std::vector<VerdictCode>> FilterEach() = 0;
   /** The status that verdict `code` of filter plugin `plugin` stands for. */
