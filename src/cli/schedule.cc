@@ -1,7 +1,11 @@
 // `kplace schedule` and `kplace explain`: a real snapshot plus pending pods in, placements out.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +18,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kplace/cli/commands.h"
+#include "kplace/cli/explain_table.h"
+#include "kplace/cli/klog.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/cli/flags.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
+#include "kplace/cycle/node_order.h"
 #include "kplace/cycle/placement_json.h"
 #include "kplace/cycle/preemption.h"
 #include "kplace/cycle/queue.h"
@@ -31,7 +38,6 @@ namespace kplace::cli {
 namespace {
 
 using json = nlohmann::json;
-using cycle::Annotations;
 using cycle::PlacementJson;
 
 void EmitYaml(YAML::Emitter& out, const json& j) {
@@ -84,22 +90,24 @@ void SetPodScheduled(const cycle::Placement& p, json* pod) {
   status["conditions"] = conditions;
 }
 
-// kube-scheduler's -v=10 lines for one cycle.
-void PrintKlog(const cycle::Placement& p, FILE* out) {
-  if (!p.explanation) return;
-  const cycle::Explanation& ex = *p.explanation;
-  for (const cycle::NodeExplanation& n : ex.nodes) {
-    if (!n.scored) continue;
-    for (size_t k = 0; k < ex.score_plugins.size(); ++k) {
-      if (ex.score_skipped.size() > k && ex.score_skipped[k]) continue;  // not in upstream's Scores list
-      std::fprintf(out, "\"Plugin scored node for pod\" pod=\"%s\" plugin=\"%s\" node=\"%s\" score=%lld\n", p.pod.c_str(),
-                   ex.score_plugins[k].c_str(), n.node.c_str(), static_cast<long long>(n.weighted[k]));
-    }
+// The simulator's annotations on the pod: the last attempt's results and result-history
+// extended by this run's attempts (`attempts`; empty: the last alone).
+void SetAnnotations(const cycle::Placement& p, const Profile& profile, const std::vector<json>& attempts, json* pod) {
+  json& on_pod = (*pod)["metadata"]["annotations"];
+  std::string previous = "[]";
+  if (on_pod.is_object() && on_pod.contains(cycle::kResultHistoryKey) && on_pod[cycle::kResultHistoryKey].is_string()) {
+    previous = on_pod[cycle::kResultHistoryKey].get<std::string>();
   }
-  for (const cycle::NodeExplanation& n : ex.nodes) {
-    if (!n.scored) continue;
-    std::fprintf(out, "\"Calculated node's final score for pod\" pod=\"%s\" node=\"%s\" score=%lld\n", p.pod.c_str(),
-                 n.node.c_str(), static_cast<long long>(n.total));
+  // Kept in a variable: items() of a temporary would outlive it (a use-after-free once).
+  const json annotations = cycle::PodAnnotations(p, profile, previous, attempts);
+  for (const auto& [key, value] : annotations.items()) on_pod[key] = value;
+}
+
+// kube-scheduler's -v=10 score lines for one cycle, headed as klog heads them.
+void PrintKlog(const cycle::Placement& p, FILE* out) {
+  static const int64_t pid = ::getpid();
+  for (const std::string& line : KlogScoreLines(p, std::chrono::system_clock::now(), pid)) {
+    std::fputs(line.c_str(), out);
   }
 }
 
@@ -242,22 +250,29 @@ int Schedule(int argc, char** argv, bool explain_command) {
   Flags flags(explain_command ? "explain" : "schedule",
               explain_command
                   ? "Schedules like `kplace schedule` and explains each decision: per node, each plugin's filter\n"
-                    "verdict, raw, normalized and weighted score and the final score, as JSON/YAML, as\n"
-                    "kube-scheduler-simulator annotations (in the output), and as kube-scheduler -v=10 lines (--klog)."
+                    "verdict, raw, normalized and weighted score and the final score, as a table (on a terminal),\n"
+                    "JSON/YAML, kube-scheduler-simulator annotations (--output pods; also in the JSON), and\n"
+                    "kube-scheduler -v=10 score lines (--klog)."
                   : "Reads a cluster snapshot (`kubectl get -o json|yaml` of nodes, pods, namespaces, services,\n"
                     "workloads, storage objects) and pending pods, schedules the pending pods in queue order with the\n"
                     "default profile or --config, and writes each placement (pod -> node, or the unschedulable message).");
   auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; repeatable)");
   auto& pod_files = flags.List("pods", "pending pods file (repeatable); pods without spec.nodeName in --cluster are pending too");
   std::string& config_file = flags.String("config", "", "KubeSchedulerConfiguration file (default: the v1.37 default profile)");
-  std::string& output = flags.String("output", "json", "json, yaml, or pods (the pending pods with spec.nodeName set)");
+  std::string& output = flags.String(
+      "output", explain_command ? "" : "json",
+      explain_command ? "table, json, yaml, or pods (the pending pods with spec.nodeName, PodScheduled and the "
+                        "simulator's annotations); table when stdout is a terminal, json otherwise"
+                      : "json, yaml, pods (the pending pods with spec.nodeName set), or table (with --explain)");
+  int64_t& top = flags.Int("top", 10, "--output table: how many scored nodes to list per pod, best first");
   std::string& out_file = flags.String("output-file", "-", "where to write (- for stdout)");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& use_reference = flags.Bool("reference", "use the scalar reference instead of the engine");
   std::string& tie_break = flags.String("tie-break", "heap", "heap (upstream >= 1.35) or random (<= 1.34, seeded)");
   int64_t& seed = flags.Int("seed", 1, "seed for --tie-break=random and for preemption's dry-run start offset");
   bool& explain_flag = flags.Bool("explain", "include per-node, per-plugin verdicts and scores");
-  bool& klog = flags.Bool("klog", "also print kube-scheduler -v=10 score lines to stderr (with --explain)");
+  bool& klog =
+      flags.Bool("klog", "also print kube-scheduler's -v=10 score lines, klog header included, to stderr (with --explain)");
   bool& skip_invalid = flags.Bool("skip-invalid", "leave out objects that fail validation (each listed on stderr) instead of stopping");
   bool& report = flags.Bool("report", "add per-workload replicas surviving the worst node, zone and region loss");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
@@ -269,17 +284,27 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false,DRAExtendedResource=true");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;
+  const bool to_terminal = out_file == "-" && ::isatty(STDOUT_FILENO);
+  if (output.empty()) output = to_terminal ? "table" : "json";
   if (!events_file.empty() && (output == "pods" || report)) {
-    std::fprintf(stderr, "%s: --events: --output=pods and --report are not available with it yet\n",
-                 explain_command ? "kplace explain" : "kplace schedule");
+    std::fprintf(stderr, "%s: --events: --output=pods and --report are not available with it yet\n", who);
     return 2;
   }
   if (cluster_files.empty()) {
-    std::fprintf(stderr, "kplace %s: --cluster is required (see --help)\n", explain_command ? "explain" : "schedule");
+    std::fprintf(stderr, "%s: --cluster is required (see --help)\n", who);
     return 2;
   }
-  if (output != "json" && output != "yaml" && output != "pods") {
-    std::fprintf(stderr, "%s: --output must be json, yaml or pods, got \"%s\"\n", who, output.c_str());
+  if (output != "json" && output != "yaml" && output != "pods" && output != "table") {
+    std::fprintf(stderr, "%s: --output must be table, json, yaml or pods, got \"%s\"\n", who, output.c_str());
+    return 2;
+  }
+  if (output == "table" && (!explain || report)) {
+    std::fprintf(stderr, "%s: --output table explains each decision: it needs --explain (or kplace explain), not --report\n",
+                 who);
+    return 2;
+  }
+  if (top < 1) {
+    std::fprintf(stderr, "%s: --top must be at least 1, got %lld\n", who, static_cast<long long>(top));
     return 2;
   }
   cycle::Options options;
@@ -459,6 +484,15 @@ int Schedule(int argc, char** argv, bool explain_command) {
     order.resize(placements.size());
     num_nodes = (*scheduler)->NodeOrder().size();
   }
+  std::map<std::string, const Profile*> profile_of;  // schedulerName -> its profile
+  for (const Profile& p : config.profiles) profile_of[p.scheduler_name] = &p;
+  static const Profile kNoProfile;  // pods for another scheduler run no plugin
+  auto profile_for = [&](const std::string& scheduler_name) -> const Profile& {
+    auto it = profile_of.find(scheduler_name);
+    return it == profile_of.end() ? kNoProfile : *it->second;
+  };
+  // Every attempt's annotations per pod key, for the simulator's result-history.
+  std::map<std::string, std::vector<json>> attempt_annotations;
   if (placements.size() != order.size()) {
     placements.clear();
     auto scheduler = cycle::Scheduler::Create(cluster, config, options);
@@ -466,57 +500,85 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
       return 1;
     }
+    std::map<std::string, std::string> scheduler_of;  // pending pod key -> its schedulerName
+    for (const Pod& p : pending) scheduler_of[ObjectKey(p.meta)] = p.scheduler_name;
     size_t attempts = 0;
     placements = (*scheduler)->ScheduleAll(pending, [&](const cycle::Placement& p) {
       if (klog) PrintKlog(p, stderr);
+      if (p.explanation && !p.gated && !p.other_scheduler) {
+        attempt_annotations[p.pod].push_back(cycle::Annotations(p, profile_for(scheduler_of[p.pod])));
+      }
       if (order.size() >= 1000 && ++attempts % 1000 == 0) {
         std::fprintf(stderr, "%s: %zu cycles for %zu pods\n", who, attempts, order.size());
       }
       return true;
     });
   }
+  auto attempts_of = [&](const cycle::Placement& p) {
+    auto it = attempt_annotations.find(p.pod);
+    return it == attempt_annotations.end() ? std::vector<json>{} : it->second;
+  };
 
-  std::map<std::string, std::vector<std::string>> filter_plugins;
-  for (const Profile& p : config.profiles) filter_plugins[p.scheduler_name] = p.filter;
-  json doc;
-  if (output == "pods") {
-    doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
-    for (size_t k = 0; k < order.size(); ++k) {
-      const cycle::Placement& p = placements[k];
-      json pod = pending_json[order[k]];
-      if (!p.node.empty()) pod["spec"]["nodeName"] = p.node;
-      if (p.node.empty() && p.preemption && !p.preemption->nominated_node.empty()) {
-        pod["status"]["nominatedNodeName"] = p.preemption->nominated_node;
-      }
-      if (!p.other_scheduler) SetPodScheduled(p, &pod);
-      if (explain && p.explanation) {
-        // Kept in a variable: items() of a temporary would outlive it.
-        json annotations = Annotations(p, filter_plugins[pending[order[k]].scheduler_name]);
-        for (auto& [key, value] : annotations.items()) pod["metadata"]["annotations"][key] = value;
-      }
-      doc["items"].push_back(pod);
+  int64_t scheduled = 0, gated = 0, other = 0;
+  std::vector<std::pair<const Pod*, std::string>> placed;
+  for (size_t k = 0; k < order.size(); ++k) {
+    gated += placements[k].gated;
+    other += placements[k].other_scheduler;
+    if (!placements[k].node.empty()) {
+      ++scheduled;
+      placed.push_back({pod_of[k], placements[k].node});
     }
-  } else {
-    json list = json::array();
-    int64_t scheduled = 0, gated = 0, other = 0;
-    std::vector<std::pair<const Pod*, std::string>> placed;
-    for (size_t k = 0; k < order.size(); ++k) {
-      list.push_back(PlacementJson(placements[k], explain, filter_plugins[pod_of[k]->scheduler_name]));
-      gated += placements[k].gated;
-      other += placements[k].other_scheduler;
-      if (!placements[k].node.empty()) {
-        ++scheduled;
-        placed.push_back({pod_of[k], placements[k].node});
-      }
-    }
-    const int64_t unschedulable = static_cast<int64_t>(order.size()) - scheduled - gated - other;
-    doc = {{"placements", list},
-           {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", unschedulable},
-                        {"schedulingGated", gated}, {"otherScheduler", other},
-                        {"nodes", num_nodes}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
-    if (report) doc["report"] = SurvivalReport(cluster, placed);
   }
-  std::string text = output == "yaml" ? ToYaml(doc) : doc.dump(2) + "\n";
+  const int64_t unschedulable = static_cast<int64_t>(order.size()) - scheduled - gated - other;
+  std::string text;
+  if (output == "table") {
+    TableOptions table;
+    table.top = top;
+    table.color = to_terminal && std::getenv("NO_COLOR") == nullptr;
+    table.tie_break = options.tie_break;
+    table.num_nodes = static_cast<int32_t>(num_nodes);
+    for (size_t k = 0; k < order.size(); ++k) {
+      const Profile& profile = profile_for(pod_of[k]->scheduler_name);
+      const int32_t percentage = profile.percentage_of_nodes_to_score.value_or(config.percentage_of_nodes_to_score);
+      // As the cycle: a profile without Score plugins stops at the first feasible node.
+      const int32_t to_find = profile.score.empty() ? 1 : cycle::NumFeasibleNodesToFind(percentage, table.num_nodes);
+      text += ExplainTable(placements[k], to_find, table) + "\n";
+    }
+    text += StrCat(order.size(), order.size() == 1 ? " pod: " : " pods: ", scheduled, " scheduled, ", unschedulable,
+                   " unschedulable, ", gated, " scheduling gated, ", other, " for another scheduler; ", num_nodes,
+                   num_nodes == 1 ? " node\n" : " nodes\n");
+  } else {
+    json doc;
+    if (output == "pods") {
+      doc = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
+      for (size_t k = 0; k < order.size(); ++k) {
+        const cycle::Placement& p = placements[k];
+        json pod = pending_json[order[k]];
+        if (!p.node.empty()) pod["spec"]["nodeName"] = p.node;
+        if (p.node.empty() && p.preemption && !p.preemption->nominated_node.empty()) {
+          pod["status"]["nominatedNodeName"] = p.preemption->nominated_node;
+        }
+        if (!p.other_scheduler) SetPodScheduled(p, &pod);
+        if (explain && p.explanation && !p.gated) {
+          SetAnnotations(p, profile_for(pod_of[k]->scheduler_name), attempts_of(p), &pod);
+        }
+        doc["items"].push_back(pod);
+      }
+    } else {
+      json list = json::array();
+      for (size_t k = 0; k < order.size(); ++k) {
+        const cycle::Placement& p = placements[k];
+        list.push_back(PlacementJson(p, explain, profile_for(pod_of[k]->scheduler_name), attempts_of(p)));
+      }
+      doc = {{"placements", list},
+             {"summary", {{"pods", order.size()}, {"scheduled", scheduled}, {"unschedulable", unschedulable},
+                          {"schedulingGated", gated}, {"otherScheduler", other},
+                          {"nodes", num_nodes}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
+      if (report) doc["report"] = SurvivalReport(cluster, placed);
+    }
+    // Text that is not UTF-8 becomes U+FFFD rather than end the run with an exception.
+    text = output == "yaml" ? ToYaml(doc) : doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
   if (out_file == "-") {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
