@@ -239,10 +239,4 @@ json PlacementJson(const Placement& p, bool explain, const Profile& profile, con
   return j;
 }
 
-json PlacementJson(const Placement& p, bool explain, const std::vector<std::string>& filter_plugins) {
-  Profile profile;
-  profile.filter = filter_plugins;
-  return PlacementJson(p, explain, profile);
-}
-
 }  // namespace kplace::cycle

@@ -276,16 +276,16 @@ class PlacementState::ExplainScope {
 };
 
 void PlacementState::Explain(const std::vector<Pod>& pods, ScheduleResult* out) const {
-  std::map<std::string, const std::vector<std::string>*> filter_of;  // pod key -> its profile's Filter plugins
+  std::map<std::string, const Profile*> profile_of;  // pod key -> its profile
   for (const Pod& pod : pods) {
     for (const Profile& profile : config_.profiles) {
-      if (profile.scheduler_name == pod.scheduler_name) filter_of[ObjectKey(pod.meta)] = &profile.filter;
+      if (profile.scheduler_name == pod.scheduler_name) profile_of[ObjectKey(pod.meta)] = &profile;
     }
   }
-  static const std::vector<std::string> kNone;
+  static const Profile kNone;  // a pod for another scheduler runs no plugin
   for (const cycle::Placement& p : out->placements) {
-    auto it = filter_of.find(p.pod);
-    out->explanations.push_back(cycle::PlacementJson(p, true, it == filter_of.end() ? kNone : *it->second).dump());
+    auto it = profile_of.find(p.pod);
+    out->explanations.push_back(cycle::PlacementJson(p, true, it == profile_of.end() ? kNone : *it->second).dump());
   }
 }
 

@@ -47,8 +47,5 @@ nlohmann::json PodAnnotations(const Placement& p, const Profile& profile, const 
  *  candidates and PodAnnotations (the history of this run's `attempts`). */
 nlohmann::json PlacementJson(const Placement& p, bool explain, const Profile& profile,
                              const std::vector<nlohmann::json>& attempts = {});
-/** As above for a caller that knows only the profile's Filter plugins (no PreFilter,
- *  PreScore or PostFilter results then). */
-nlohmann::json PlacementJson(const Placement& p, bool explain, const std::vector<std::string>& filter_plugins);
 
 }  // namespace kplace::cycle
