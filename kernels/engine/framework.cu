@@ -272,27 +272,12 @@ class BackendFramework final : public engine::Framework {
 
   ScoreResult Score(const std::vector<NodeIndex>& feasible) override {
     ScoreResult out;
-    const int32_t count = static_cast<int32_t>(feasible.size());
-    out.skipped.assign(score_.size(), false);
-    out.raw.assign(score_.size(), std::vector<int64_t>(count, 0));
-    out.normalized = out.raw;
-    out.total.assign(count, 0);
-    out.pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
-    if (!RunPreScore(feasible, &out) || count == 0) return out;  // nothing to score or copy
-    Upload(feasible, &nodes_);
-    scores_.resize(count);
-    total_.assign(count, int64_t{0});
-    for (size_t k = 0; k < score_.size(); ++k) {
-      if (out.skipped[k]) continue;
-      score_[k]->Score(Ptr(nodes_), count, Ptr(scores_));
-      thrust::copy(scores_.begin(), scores_.end(), out.raw[k].begin());
-      score_[k]->NormalizeScore(count, Ptr(scores_));
-      thrust::copy(scores_.begin(), scores_.end(), out.normalized[k].begin());
-      thrust::transform(policy(), total_.begin(), total_.end(), scores_.begin(), total_.begin(),
-                        AddWeightedFn{profile_.score[k].weight});
-    }
-    thrust::copy(total_.begin(), total_.end(), out.total.begin());
+    ScoreInto(feasible, /*per_plugin=*/true, &out);
     return out;
+  }
+
+  void ScoreTotals(const std::vector<NodeIndex>& feasible, ScoreResult* out) override {
+    ScoreInto(feasible, /*per_plugin=*/false, out);
   }
 
   void Bind(const Pod& pod, NodeIndex node) override {
@@ -628,6 +613,37 @@ class BackendFramework final : public engine::Framework {
       }
     }
     return true;
+  }
+
+  // Score, with each plugin's raw and normalized scores kept only when `per_plugin`; `out`'s
+  // buffers are reused. The weighted sum is serial below kOmpLightSerialBelow nodes: a
+  // parallel region per plugin costs more than the adds.
+  void ScoreInto(const std::vector<NodeIndex>& feasible, bool per_plugin, ScoreResult* out) {
+    const int32_t count = static_cast<int32_t>(feasible.size());
+    out->status = PluginStatus::Success();
+    out->skipped.assign(score_.size(), false);
+    out->raw.assign(per_plugin ? score_.size() : 0, std::vector<int64_t>(count, 0));
+    out->normalized = out->raw;
+    out->total.assign(count, 0);
+    out->pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
+    if (!RunPreScore(feasible, out) || count == 0) return;  // nothing to score or copy
+    Upload(feasible, &nodes_);
+    scores_.resize(count);
+    int64_t* total = Scratch(&total_, count);
+    FillN(total, count, int64_t{0});
+    int64_t* scores = Ptr(scores_);
+    for (size_t k = 0; k < score_.size(); ++k) {
+      if (out->skipped[k]) continue;
+      score_[k]->Score(Ptr(nodes_), count, scores);
+      if (per_plugin) thrust::copy(scores_.begin(), scores_.end(), out->raw[k].begin());
+      score_[k]->NormalizeScore(count, scores);
+      if (per_plugin) thrust::copy(scores_.begin(), scores_.end(), out->normalized[k].begin());
+      WithPolicy(
+          count,
+          [&](auto p) { thrust::transform(p, total, total + count, scores, total, AddWeightedFn{profile_.score[k].weight}); },
+          kOmpLightSerialBelow);
+    }
+    Download(total_, count, out->total.data());
   }
 
   /** First failure per listed node over the Filter plugins not marked in `skip`, into

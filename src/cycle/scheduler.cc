@@ -57,7 +57,8 @@ class Evaluator {
                          int32_t /*rows*/) {}
   /** The status of node `i` for the current pod (Success when feasible); sets `plugin`. */
   virtual PluginStatus FilterNode(NodeIndex i, std::string* plugin) = 0;
-  virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible) = 0;
+  /** `per_plugin`: also each plugin's raw and normalized scores (explanations). */
+  virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) = 0;
 };
 
 std::string AbsentReason(std::vector<std::string> plugins) {
@@ -117,9 +118,13 @@ class EngineEvaluator final : public Evaluator {
     return fw_->Verdict(f - 1, chunked_ ? code_[i] : result_.code[i]);
   }
 
-  ScoreOutcome Score(const std::vector<NodeIndex>& feasible) override {
+  ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) override {
+    if (!per_plugin) {
+      fw_->ScoreTotals(feasible, &totals_);
+      return ScoreOutcome{totals_.status, totals_.total, totals_.skipped, {}, {}};
+    }
     engine::ScoreResult r = fw_->Score(feasible);
-    return ScoreOutcome{r.status, r.total, r.skipped, r.raw, r.normalized};
+    return ScoreOutcome{r.status, std::move(r.total), std::move(r.skipped), std::move(r.raw), std::move(r.normalized)};
   }
 
  private:
@@ -174,6 +179,7 @@ class EngineEvaluator final : public Evaluator {
   std::vector<engine::VerdictCode> code_;
   std::vector<NodeIndex> chunk_;
   engine::FilterResult listed_;
+  engine::ScoreResult totals_;
   const std::vector<NodeIndex>* scan_ = nullptr;
   int32_t scan_start_ = 0, scan_pos_ = 0, scan_k_ = 0;
   int64_t scan_visited_ = 0, scan_feasible_ = 0;
@@ -267,7 +273,7 @@ class ReferenceEvaluator final : public Evaluator {
     return PluginStatus::Success();
   }
 
-  ScoreOutcome Score(const std::vector<NodeIndex>& feasible) override {
+  ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool /*per_plugin*/) override {
     ScoreOutcome out;
     std::vector<const reference::NodeInfo*> nodes;
     for (NodeIndex i : feasible) nodes.push_back(&state_->nodes[i]);
@@ -742,12 +748,9 @@ class CycleScheduler final : public Scheduler {
     }
 
     // Candidates in scan order: the whole round-robin list, or the PreFilter subset.
-    std::vector<NodeIndex> candidates;
-    if (pre.restricted) {
-      candidates = RestrictedOrder(order_, pre.allowed);
-    } else {
-      candidates.assign(order_.begin(), order_.end());
-    }
+    std::vector<NodeIndex> restricted;
+    if (pre.restricted) restricted = RestrictedOrder(order_, pre.allowed);
+    const std::vector<NodeIndex>& candidates = pre.restricted ? restricted : order_;
     const int32_t m = static_cast<int32_t>(candidates.size());
     const int32_t percentage = ev->profile().percentage_of_nodes_to_score.value_or(config_.percentage_of_nodes_to_score);
     const bool has_score = !ev->profile().score.empty();
@@ -810,7 +813,7 @@ class CycleScheduler final : public Scheduler {
     if (feasible.size() > 1) {
       Evaluator::ScoreOutcome scores;
       if (has_score) {
-        scores = ev->Score(feasible);
+        scores = ev->Score(feasible, explain != nullptr);
         if (scores.status.code == Code::kError) {
           out.code = Code::kError;
           out.message = scores.status.Message();

@@ -123,6 +123,9 @@ class Framework {
 
   /** PreScore, Score and NormalizeScore over `feasible` (scan order), weighted. */
   virtual ScoreResult Score(const std::vector<NodeIndex>& feasible) = 0;
+  /** Score without each plugin's raw and normalized scores (raw and normalized left empty),
+   *  into `*out`, its buffers reused: the per-pod cycle when nothing is explained. */
+  virtual void ScoreTotals(const std::vector<NodeIndex>& feasible, ScoreResult* out) = 0;
 
   /** Records a binding: the snapshot gets the pod, plugins update their columns. */
   virtual void Bind(const Pod& pod, NodeIndex node) = 0;
