@@ -57,6 +57,9 @@ class Evaluator {
                          int32_t /*rows*/) {}
   /** The status of node `i` for the current pod (Success when feasible); sets `plugin`. */
   virtual PluginStatus FilterNode(NodeIndex i, std::string* plugin) = 0;
+  /** True when node `i` is known feasible without building its status (false: ask
+   *  FilterNode); the scan's fast path for the nodes that pass. */
+  virtual bool KnownFeasible(NodeIndex /*i*/) { return false; }
   /** `per_plugin`: also each plugin's raw and normalized scores (explanations). */
   virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) = 0;
 };
@@ -101,21 +104,26 @@ class EngineEvaluator final : public Evaluator {
     scan_feasible_ = 0;
   }
 
+  bool KnownFeasible(NodeIndex i) override { return FailedPlugin(i) == 0; }
+
   PluginStatus FilterNode(NodeIndex i, std::string* plugin) override {
-    int16_t f;
-    if (chunked_) {
-      if (stamped_.size() <= static_cast<size_t>(i) || stamped_[i] != stamp_) FilterChunkAt(i);
-      f = failed_[i];
-    } else {
-      if (!filtered_) {
-        result_ = fw_->Filter(pre_);  // every node at once; the cycle reads the ones it visits
-        filtered_ = true;
-      }
-      f = result_.failed_plugin[i];
-    }
+    const int16_t f = FailedPlugin(i);
     if (f == 0) return PluginStatus::Success();
     *plugin = fw_->filter_plugins()[f - 1];
     return fw_->Verdict(f - 1, chunked_ ? code_[i] : result_.code[i]);
+  }
+
+  // The 1-based Filter plugin that rejected node `i` (0: feasible), filtering it first.
+  int16_t FailedPlugin(NodeIndex i) {
+    if (chunked_) {
+      if (stamped_.size() <= static_cast<size_t>(i) || stamped_[i] != stamp_) FilterChunkAt(i);
+      return failed_[i];
+    }
+    if (!filtered_) {
+      result_ = fw_->Filter(pre_);  // every node at once; the cycle reads the ones it visits
+      filtered_ = true;
+    }
+    return result_.failed_plugin[i];
   }
 
   ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) override {
@@ -764,7 +772,9 @@ class CycleScheduler final : public Scheduler {
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
       std::string plugin;
-      PluginStatus s = node_status(i, &plugin);
+      PluginStatus s;  // Success: a node that passes needs no status built
+      const bool passes = !explain && (nominated_on.empty() || !nominated_on[i]) && ev->KnownFeasible(i);
+      if (!passes) s = node_status(i, &plugin);
       if (s.code == Code::kError) {
         out.code = Code::kError;
         out.message = s.Message();
