@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
 #include "kplace/common/strings.h"
 #include "kplace/serve/placement_state.h"
@@ -59,6 +60,28 @@ void BM_Evaluate(benchmark::State& state) {
 }
 // {reference?, pods}: the reference takes seconds per thousand pods, so it evaluates fewer.
 BENCHMARK(BM_Evaluate)->Args({0, 10000})->Args({1, 1000})->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// PlacementState::Apply (kplace serve's Apply) of `events` watch events: bound pods ADDED on
+// the 5,000-node cluster, in one call (all or nothing). Items = events applied.
+void BM_Apply(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  static const std::string cluster = Cluster(5000);
+  std::vector<std::string> events;
+  for (int k = 0; k < n; ++k) {
+    events.push_back(StrCat(R"({"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ev-)", k,
+                            R"(","namespace":"bench","labels":{"app":"e)", k % 5, R"("}},"spec":{"nodeName":"node-)",
+                            k % 5000, R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}})"));
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    PlacementState s{cycle::Options{}};
+    if (!s.Reset(cluster, "").ok()) return state.SkipWithError("Reset failed");
+    state.ResumeTiming();
+    if (!s.Apply(events, std::nullopt).ok()) return state.SkipWithError("Apply failed");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(n) * state.iterations());
+}
+BENCHMARK(BM_Apply)->Arg(20000)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kplace::serve
