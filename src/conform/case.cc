@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,17 @@ constexpr ObjectKind kStorageKinds[] = {
 };
 
 // Names the file and field path in every error, as decode.cc does for objects.
+// An integer that fits int64 (nlohmann keeps values past int64 as unsigned, which
+// get<int64_t> would wrap: 18446744073709551615 read as -1).
+bool AsInt64(const json& v, int64_t* out) {
+  if (!v.is_number_integer()) return false;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return false;
+  }
+  *out = v.get<int64_t>();
+  return true;
+}
+
 class CaseReader {
  public:
   explicit CaseReader(std::string_view file) : file_(file) {}
@@ -90,8 +102,7 @@ class CaseReader {
   }
 
   absl::Status Score(const json& v, std::string_view path, int64_t* out) const {
-    if (!v.is_number_integer()) return Error(path, StrCat("expected an integer score, got ", v.dump()));
-    *out = v.get<int64_t>();
+    if (!AsInt64(v, out)) return Error(path, StrCat("expected an integer score, got ", v.dump()));
     return absl::OkStatus();
   }
 
@@ -277,8 +288,7 @@ constexpr const char* kEntries[] = {"PostFilter",          "DryRunPreemption",  
                                     "PreEnqueue"};
 
 absl::Status DecodeInt(const CaseReader& r, const json& v, std::string_view path, int64_t* out) {
-  if (!v.is_number_integer()) return r.Error(path, StrCat("expected an integer, got ", v.dump()));
-  *out = v.get<int64_t>();
+  if (!AsInt64(v, out)) return r.Error(path, StrCat("expected an integer, got ", v.dump()));
   return absl::OkStatus();
 }
 
@@ -532,18 +542,20 @@ absl::StatusOr<Case> DecodeCase(const json& doc, std::string_view file) {
   return c;
 }
 
+absl::StatusOr<Case> DecodeCaseText(std::string_view text, std::string_view file) {
+  // ParseDocuments refuses nesting past kMaxNestingDepth before parsing (the DOM's copy,
+  // dump and destruction recurse: a deeply nested plugin args value overflowed the stack).
+  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, file));
+  if (docs.size() != 1) return absl::InvalidArgumentError(StrCat(file, ": expected one JSON object, got ", docs.size(), " documents"));
+  return DecodeCase(docs[0], file);
+}
+
 absl::StatusOr<Case> LoadCase(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(StrCat(path, ": invalid JSON: ", e.what()));
-  }
-  return DecodeCase(doc, path);
+  return DecodeCaseText(buffer.str(), path);
 }
 
 }  // namespace kplace::conform

@@ -160,6 +160,22 @@ TEST(ConformCaseTest, BadJsonNamesTheFile) {
   EXPECT_NE(std::string(c.status().message()).find("invalid JSON"), std::string::npos) << c.status();
 }
 
+TEST(ConformCaseTest, HostileNumbersAndNestingAreRefused) {
+  // A score past int64 used to wrap to -1.
+  auto c = DecodeCaseText(R"({"name":"n","plugins":["ImageLocality"],"nodes":[{"metadata":{"name":"n1"}}],"pod":{},)"
+                          R"("expect":{"score":{"n1":18446744073709551615},"scoreStage":"raw"}})",
+                          "huge.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expected an integer score, got 18446744073709551615"), std::string_view::npos)
+      << c.status();
+  // Plugin args nested 100,000 deep overflowed the stack.
+  const std::string deep = R"({"name":"deep","plugins":["NodeName"],"profile":{"pluginConfig":[{"name":"NodeName","args":{"a":)" +
+                           std::string(100000, '[') + std::string(100000, ']') + "}}]}}";
+  c = DecodeCaseText(deep, "deep.json");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("deep.json: JSON nested deeper than 256 levels"), std::string_view::npos) << c.status();
+}
+
 TEST(ConformCaseTest, MissingFileIsNotFound) {
   absl::StatusOr<Case> c = LoadCase("/nonexistent/kplace/case.json");
   ASSERT_FALSE(c.ok());

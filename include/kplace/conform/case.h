@@ -135,6 +135,9 @@ struct Case {
  *  plugin arguments rejected by DecodePluginArgs). */
 absl::StatusOr<Case> DecodeCase(const nlohmann::json& doc, std::string_view file);
 
+/** @brief Parses (nesting past kMaxNestingDepth refused) and decodes a case file's text. */
+absl::StatusOr<Case> DecodeCaseText(std::string_view text, std::string_view file);
+
 /** @brief Reads and decodes a case file.
  *  @return NotFound when the file cannot be read; InvalidArgument naming the file for
  *  bad JSON or bad fields. */
