@@ -258,7 +258,8 @@ absl::StatusOr<NodeGroup> DecodeNodeGroup(const json& j, std::string_view file, 
 absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const std::string& field,
                                      bool count_required) {
   if (!j.is_object()) return Bad(file, field, "expected an object");
-  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"count", "namespace", "namespacePrefix", "template", "objects"}, file, field));
+  KPLACE_RETURN_IF_ERROR(
+      KnownFields(j, {"count", "namespace", "namespacePrefix", "template", "objects", "heterogeneous"}, file, field));
   PodGroup g;
   KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &g.count));
   if (j.contains("namespace") && j.contains("namespacePrefix")) {
@@ -278,6 +279,24 @@ absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const
   KPLACE_ASSIGN_OR_RETURN(g.pod_template, TemplateField(j, TemplateKind::kPod, "a Pod object", file, field));
   if (j.contains("objects")) {
     KPLACE_ASSIGN_OR_RETURN(g.objects, Objects(j["objects"], TemplateKind::kPod, file, field + ".objects"));
+  }
+  if (j.contains("heterogeneous")) {
+    const std::string hf = field + ".heterogeneous";
+    const json& h = j["heterogeneous"];
+    if (!h.is_object()) return Bad(file, hf, "expected an object {seed}");
+    KPLACE_RETURN_IF_ERROR(KnownFields(h, {"seed"}, file, hf));
+    if (!h.contains("seed") || !h["seed"].is_number_integer() || h["seed"].get<int64_t>() < 0) {
+      return Bad(file, hf + ".seed", "expected a non-negative integer");
+    }
+    g.heterogeneous.emplace();
+    g.heterogeneous->seed = h["seed"].get<uint64_t>();
+    // The generator writes spec.containers[0]'s requests (and its ports).
+    const json& t = g.pod_template;
+    if (!t.contains("spec") || !t["spec"].is_object() || !t["spec"].contains("containers") ||
+        !t["spec"]["containers"].is_array() || t["spec"]["containers"].empty() ||
+        !t["spec"]["containers"][0].is_object()) {
+      return Bad(file, hf, "needs a template with a container (spec.containers[0] gets the requests)");
+    }
   }
   return g;
 }
@@ -466,6 +485,197 @@ json ChurnObject(const Churn& c, const json& t, int64_t tick) {
   return o;
 }
 
+// ---- heterogeneous pods ----------------------------------------------------------------
+
+constexpr char kZoneKey[] = "topology.kubernetes.io/zone";
+constexpr int32_t kCpuSteps = 39;  // 100m .. 2000m by 50m
+constexpr int32_t kMemSteps = 63;  // 128Mi .. 4096Mi by 64Mi
+static_assert(kCpuSteps * kMemSteps == kHeterogeneousPairs);
+constexpr int32_t kApps = 16;
+
+// splitmix64 streams: fixed arithmetic, so a seed gives the same pods on every platform and
+// standard library (std:: distributions are not specified bit for bit).
+class MixRng {
+ public:
+  MixRng(uint64_t seed, uint64_t stream) : s_(seed * 0x9E3779B97F4A7C15ull ^ (stream + 1) * 0xD1B54A32D192ED03ull) {}
+  uint64_t Next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, n) (multiply-shift; the bias is below 2^-32 n).
+  uint32_t Below(uint32_t n) { return static_cast<uint32_t>(((Next() >> 32) * n) >> 32); }
+  double Unit() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t s_;
+};
+
+// The (cpu, memory) pairs in the seed's order (Fisher-Yates).
+std::vector<int32_t> RequestOrder(uint64_t seed) {
+  std::vector<int32_t> order(kHeterogeneousPairs);
+  for (int32_t i = 0; i < kHeterogeneousPairs; ++i) order[i] = i;
+  MixRng r(seed, ~0ull);
+  for (int32_t i = kHeterogeneousPairs - 1; i > 0; --i) {
+    std::swap(order[i], order[r.Below(static_cast<uint32_t>(i + 1))]);
+  }
+  return order;
+}
+
+// Zones, node labels and taints the generator may use, from each group's first node (its
+// template labels and taints) and its round-robin label values.
+absl::Status ResolveMix(const std::vector<NodeGroup>& groups, std::string_view file, HeterogeneousMix* mix) {
+  struct Seen {
+    std::vector<std::string> zones;
+    std::vector<std::pair<std::string, std::string>> labels;
+  } schedulable, all;
+  auto add_zone = [](Seen& s, const std::string& z) {
+    if (std::find(s.zones.begin(), s.zones.end(), z) == s.zones.end()) s.zones.push_back(z);
+  };
+  auto add_label = [&](Seen& s, const std::string& k, const std::string& v) {
+    if (k == kZoneKey) return add_zone(s, v);
+    if (k == "kubernetes.io/hostname") return;
+    std::pair<std::string, std::string> kv(k, v);
+    if (std::find(s.labels.begin(), s.labels.end(), kv) == s.labels.end()) s.labels.push_back(std::move(kv));
+  };
+  mix->taints.clear();
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Vars v;
+    v.name = NodeName(groups[g], 0, 0);
+    const std::string field = groups.size() == 1 ? "nodes" : StrCat("nodes[", g, "]");
+    KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(NodeObject(groups[g], v, true), StrCat(file, ": ", field, ".template")));
+    bool hard = false;
+    for (const Taint& t : n.taints) {
+      hard |= t.effect == "NoSchedule" || t.effect == "NoExecute";
+      if (std::find(mix->taints.begin(), mix->taints.end(), t) == mix->taints.end()) mix->taints.push_back(t);
+    }
+    for (Seen* s : {&all, hard ? nullptr : &schedulable}) {
+      if (!s) continue;
+      for (const auto& [key, value] : n.meta.labels) {
+        bool round_robin = false;
+        for (const auto& rr : groups[g].labels) round_robin |= rr.first == key;
+        if (!round_robin) add_label(*s, key, value);
+      }
+      for (const auto& [key, values] : groups[g].labels) {
+        for (const std::string& value : values) add_label(*s, key, value);
+      }
+    }
+  }
+  const Seen& use = schedulable.zones.empty() && schedulable.labels.empty() ? all : schedulable;
+  mix->zones = use.zones;
+  mix->node_labels = use.labels;
+  return absl::OkStatus();
+}
+
+// Pod k of a heterogeneous group: `pod` (the template as PodObject made it) varied as
+// HeterogeneousMix says. Every draw for the five choices is made up front, so each
+// feature's share does not depend on the others.
+json HeterogeneousPod(json pod, const HeterogeneousMix& mix, int64_t k, const std::vector<int32_t>& order) {
+  MixRng r(mix.seed, static_cast<uint64_t>(k));
+  const double node_constraint = r.Unit(), tolerate = r.Unit(), anti = r.Unit(), spread = r.Unit(), port = r.Unit();
+  json& spec = pod["spec"];
+  json& c = spec["containers"][0];
+  const int32_t pair = order[static_cast<size_t>(k % kHeterogeneousPairs)];
+  const std::string cpu = StrCat(100 + 50 * (pair / kMemSteps), "m"), mem = StrCat(128 + 64 * (pair % kMemSteps), "Mi");
+  c["resources"]["requests"]["cpu"] = cpu;
+  c["resources"]["requests"]["memory"] = mem;
+  if (c["resources"].contains("limits")) {
+    c["resources"]["limits"]["cpu"] = cpu;
+    c["resources"]["limits"]["memory"] = mem;
+  }
+  const std::string app = StrCat("hetero-", r.Below(kApps));
+  pod["metadata"]["labels"]["app"] = app;
+  auto pick_zone = [&]() -> const std::string& { return mix.zones[r.Below(static_cast<uint32_t>(mix.zones.size()))]; };
+  auto pick_label = [&]() -> const std::pair<std::string, std::string>& {
+    return mix.node_labels[r.Below(static_cast<uint32_t>(mix.node_labels.size()))];
+  };
+  if (node_constraint < 0.30 && !(mix.zones.empty() && mix.node_labels.empty())) {
+    uint32_t kind = r.Below(4);  // 0, 1: by zone; 2, 3: by node label
+    if (mix.zones.empty()) kind = 2 + kind % 2;
+    if (mix.node_labels.empty()) kind = kind % 2;
+    json term;
+    switch (kind) {
+      case 0:
+        spec["nodeSelector"][kZoneKey] = pick_zone();
+        break;
+      case 1: {  // zones In: two or three distinct zones, in the order drawn
+        std::vector<std::string> zones;
+        const size_t want = std::min<size_t>(mix.zones.size(), 2 + r.Below(2));
+        while (zones.size() < want) {
+          const std::string& z = pick_zone();
+          if (std::find(zones.begin(), zones.end(), z) == zones.end()) zones.push_back(z);
+        }
+        term["matchExpressions"] = json::array({{{"key", kZoneKey}, {"operator", "In"}, {"values", zones}}});
+        break;
+      }
+      case 2: {
+        const auto& [key, value] = pick_label();
+        spec["nodeSelector"][key] = value;
+        break;
+      }
+      default: {  // a node label In, and one zone NotIn (when there are two zones or more)
+        const auto& [key, value] = pick_label();
+        term["matchExpressions"] = json::array({{{"key", key}, {"operator", "In"}, {"values", json::array({value})}}});
+        if (mix.zones.size() > 1) {
+          const std::string& zone = pick_zone();
+          term["matchExpressions"].push_back({{"key", kZoneKey}, {"operator", "NotIn"}, {"values", json::array({zone})}});
+        }
+        break;
+      }
+    }
+    if (!term.is_null()) {
+      spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+          json::array({term});
+    }
+  }
+  if (tolerate < 0.20 && !mix.taints.empty()) {
+    // One taint surely, each other one with probability 1/2.
+    const uint32_t first = r.Below(static_cast<uint32_t>(mix.taints.size()));
+    json tolerations = json::array();
+    for (size_t t = 0; t < mix.taints.size(); ++t) {
+      const bool take = r.Below(2) == 0;
+      if (t != first && !take) continue;
+      const Taint& taint = mix.taints[t];
+      json tol = {{"key", taint.key}, {"effect", taint.effect}};
+      if (r.Below(2) == 0 && !taint.value.empty()) {
+        tol["operator"] = "Equal";
+        tol["value"] = taint.value;
+      } else {
+        tol["operator"] = "Exists";
+      }
+      tolerations.push_back(std::move(tol));
+    }
+    json& existing = spec["tolerations"];
+    if (!existing.is_array()) existing = json::array();
+    for (json& t : tolerations) existing.push_back(std::move(t));
+  }
+  if (anti < 0.10) {
+    const char* key = !mix.zones.empty() && r.Below(2) == 0 ? kZoneKey : "kubernetes.io/hostname";
+    const std::string other = StrCat("hetero-", r.Below(kApps));
+    const uint32_t weight = 1 + r.Below(100);
+    json term = {{"labelSelector", {{"matchLabels", {{"app", other}}}}}, {"topologyKey", key}};
+    spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"] =
+        json::array({{{"weight", weight}, {"podAffinityTerm", std::move(term)}}});
+  }
+  if (spread < 0.20) {
+    const uint32_t max_skew = 1 + r.Below(5);
+    const char* when = r.Below(2) == 0 ? "DoNotSchedule" : "ScheduleAnyway";
+    spec["topologySpreadConstraints"] =
+        json::array({{{"maxSkew", max_skew},
+                      {"topologyKey", mix.zones.empty() ? "kubernetes.io/hostname" : kZoneKey},
+                      {"whenUnsatisfiable", when},
+                      {"labelSelector", {{"matchLabels", {{"app", app}}}}}}});
+  }
+  if (port < 0.05) {
+    const uint32_t host_port = 30000 + r.Below(100);
+    json& ports = c["ports"];
+    if (!ports.is_array()) ports = json::array();
+    ports.push_back({{"containerPort", host_port}, {"hostPort", host_port}, {"protocol", "TCP"}});
+  }
+  return pod;
+}
+
 // Decodes every template once (index 0) so that a bad one fails at load, naming its field.
 absl::Status CheckDecodes(const Workload& w, std::string_view file) {
   ObjectSet scratch;
@@ -492,6 +702,14 @@ absl::Status CheckDecodes(const Workload& w, std::string_view file) {
     Vars v;
     v.namespace_ = g.Namespaces().empty() ? g.namespace_ : g.Namespaces()[0];
     KPLACE_RETURN_IF_ERROR(DecodePod(PodObject(g, v, true), StrCat(file, ": ", field, ".template")).status());
+    if (g.heterogeneous) {  // a sample of the generated pods
+      const std::vector<int32_t> order = RequestOrder(g.heterogeneous->seed);
+      for (int64_t k = 0; k < 64; ++k) {
+        KPLACE_RETURN_IF_ERROR(DecodePod(HeterogeneousPod(PodObject(g, v, true), *g.heterogeneous, k, order),
+                                         StrCat(file, ": ", field, ".heterogeneous (pod ", k, ")"))
+                                   .status());
+      }
+    }
     return DecodeObjects(g.objects, v, StrCat(file, ": ", field), &scratch);
   };
   for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(check_group(w.init[g], StrCat("init[", g, "]")));
@@ -643,6 +861,11 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   } else {
     NameVariant(w);
   }
+  // What heterogeneous pods may select and tolerate comes from the node groups.
+  for (PodGroup& g : w.init) {
+    if (g.heterogeneous) KPLACE_RETURN_IF_ERROR(ResolveMix(w.node_groups, file, &*g.heterogeneous));
+  }
+  if (w.measured.heterogeneous) KPLACE_RETURN_IF_ERROR(ResolveMix(w.node_groups, file, &*w.measured.heterogeneous));
   KPLACE_RETURN_IF_ERROR(CheckDecodes(w, file));
   return w;
 }
@@ -858,7 +1081,10 @@ absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
 absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::string& prefix, int64_t first_creation) {
   std::vector<Pod> out;
   out.reserve(group.TotalPods());
-  const bool per_pod = HasVariables(group.pod_template);
+  const bool substitute = HasVariables(group.pod_template);
+  const bool per_pod = substitute || group.heterogeneous.has_value();
+  std::vector<int32_t> order;
+  if (group.heterogeneous) order = RequestOrder(group.heterogeneous->seed);
   int64_t k = 0;  // pod index over the group
   for (const std::string& ns : group.Namespaces()) {
     // Without variables, decode the template once per namespace and stamp names: decoding
@@ -873,7 +1099,9 @@ absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::str
       Pod p;
       if (per_pod) {
         v.index = i;
-        KPLACE_ASSIGN_OR_RETURN(p, DecodePod(PodObject(group, v, true), StrCat("workload template (", ns, " #", i, ")")));
+        json pod = PodObject(group, v, substitute);
+        if (group.heterogeneous) pod = HeterogeneousPod(std::move(pod), *group.heterogeneous, k, order);
+        KPLACE_ASSIGN_OR_RETURN(p, DecodePod(pod, StrCat("workload template (", ns, " #", i, ")")));
       } else {
         p = *base;
       }

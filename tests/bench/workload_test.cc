@@ -15,6 +15,7 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
+#include "kplace/cycle/batch.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/model/storage.h"
@@ -53,6 +54,11 @@ const std::vector<std::string> kUpstreamWorkloads = {
 // Nodes beyond the size a variant is named for: SchedulingDaemonset adds its named node.
 int32_t ExtraNodes(const std::string& workload) { return workload == "SchedulingDaemonset" ? 1 : 0; }
 
+// A workload of kplace's own: every variant is marked upstream: false.
+bool IsKplaceOwn(const Workload& w) {
+  return std::none_of(w.variants.begin(), w.variants.end(), [](const Variant& v) { return v.upstream; });
+}
+
 TEST(WorkloadTest, EveryUpstreamWorkloadIsBuiltIn) {
   std::vector<std::string> names = BuiltinWorkloads();
   for (const std::string& n : kUpstreamWorkloads) {
@@ -67,6 +73,7 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->name, n);
+    if (IsKplaceOwn(*w)) continue;  // no upstream sizes or floors: tested on their own below
     if (n == "SchedulingWhileGated") {  // upstream's one node, at every size
       EXPECT_EQ(w->num_nodes, 1);
       continue;
@@ -749,6 +756,242 @@ TEST(WorkloadTest, VolumeLimitsCountThePodsVolumes) {
     const cycle::Placement& last = placed->measured.back();
     EXPECT_EQ(last.node, "");
     EXPECT_NE(last.message.find("exceed max volume count"), std::string::npos) << last.message;
+  }
+}
+
+// ---- SchedulingHeterogeneous (kplace's own; heterogeneous pod groups) --------------------
+
+// What a measured pod asks of the scheduler, feature by feature.
+struct PodFeatures {
+  bool node_constraint = false, tolerations = false, anti_affinity = false, spread = false, host_port = false;
+};
+
+PodFeatures FeaturesOf(const Pod& p) {
+  PodFeatures f;
+  f.node_constraint = !p.node_selector.empty() ||
+                      (p.affinity && p.affinity->node_affinity && p.affinity->node_affinity->required);
+  f.tolerations = !p.tolerations.empty();
+  f.anti_affinity = p.affinity && p.affinity->pod_anti_affinity && !p.affinity->pod_anti_affinity->preferred.empty();
+  f.spread = !p.topology_spread_constraints.empty();
+  for (const Container& c : p.containers) {
+    for (const ContainerPort& port : c.ports) f.host_port |= port.host_port != 0;
+  }
+  return f;
+}
+
+std::pair<int64_t, int64_t> RequestsOf(const Pod& p) {
+  return {p.containers.at(0).requests.at("cpu").MilliValue(), p.containers.at(0).requests.at("memory").Value()};
+}
+
+TEST(WorkloadTest, HeterogeneousLoadsWithItsSizes) {
+  auto w = LoadWorkload("SchedulingHeterogeneous");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_TRUE(IsKplaceOwn(*w));
+  EXPECT_EQ(w->variant, "5000Nodes");
+  EXPECT_EQ(w->num_nodes, 5000);
+  EXPECT_EQ(NodeGroupCounts(*w), (std::vector<int32_t>{2000, 1500, 1000, 500}));
+  ASSERT_EQ(w->init.size(), 4u);
+  int64_t init = 0;
+  for (const PodGroup& g : w->init) {
+    EXPECT_FALSE(g.heterogeneous);  // init shapes are fixed per group: they batch
+    init += g.TotalPods();
+  }
+  EXPECT_EQ(init, 5000);
+  EXPECT_EQ(w->measured.count, 2000);
+  ASSERT_TRUE(w->measured.heterogeneous);
+  EXPECT_EQ(w->measured.heterogeneous->seed, 13u);
+  // The mix's choices come from the node groups: 10 zones; the labels of the groups without
+  // a NoSchedule taint (not pool=batch); both taints.
+  const HeterogeneousMix& mix = *w->measured.heterogeneous;
+  ASSERT_EQ(mix.zones.size(), 10u);
+  EXPECT_EQ(mix.zones.front(), "zone-0");
+  EXPECT_EQ(mix.zones.back(), "zone-9");
+  using Label = std::pair<std::string, std::string>;
+  const std::set<Label> labels(mix.node_labels.begin(), mix.node_labels.end());
+  EXPECT_EQ(labels, (std::set<Label>{{"disktype", "hdd"},
+                                     {"disktype", "nvme"},
+                                     {"disktype", "ssd"},
+                                     {"node.kubernetes.io/instance-type", "highmem-16"},
+                                     {"node.kubernetes.io/instance-type", "standard-4"},
+                                     {"node.kubernetes.io/instance-type", "standard-8"}}));
+  ASSERT_EQ(mix.taints.size(), 2u);
+  EXPECT_EQ(mix.taints[0], (Taint{"workload", "highmem", "PreferNoSchedule"}));
+  EXPECT_EQ(mix.taints[1], (Taint{"dedicated", "batch", "NoSchedule"}));
+
+  auto cluster = BuildCluster(*w);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->nodes.size(), 5000u);
+  std::map<std::string, int> per_zone;
+  for (const Node& n : cluster->nodes) ++per_zone[n.meta.labels.at("topology.kubernetes.io/zone")];
+  EXPECT_EQ(per_zone.size(), 10u);
+  for (const auto& [zone, count] : per_zone) EXPECT_EQ(count, 500) << zone;
+  EXPECT_EQ(cluster->nodes[4999].taints.size(), 1u);  // the batch pool comes last
+
+  for (const auto& [name, nodes] : std::vector<std::pair<std::string, int32_t>>{{"50000Nodes", 50000},
+                                                                               {"100000Nodes", 100000}}) {
+    Workload sized = *w;
+    ASSERT_TRUE(SelectNodes(sized, nodes)) << name;
+    EXPECT_EQ(sized.variant, name);
+    int64_t sized_init = 0;
+    for (const PodGroup& g : sized.init) sized_init += g.TotalPods();
+    EXPECT_EQ(sized_init, nodes);
+    EXPECT_EQ(sized.measured.count, 2000);
+  }
+}
+
+TEST(WorkloadTest, HeterogeneousPodsEachHaveTheirOwnSignature) {
+  auto w = LoadWorkload("SchedulingHeterogeneous");
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto pods = BuildPods(w->measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 2000u);
+  std::set<std::pair<int64_t, int64_t>> requests;
+  std::set<std::string> signatures;
+  int node_constraint = 0, tolerations = 0, anti_affinity = 0, spread = 0, host_port = 0, do_not_schedule = 0;
+  for (size_t k = 0; k < pods->size(); ++k) {
+    const Pod& p = (*pods)[k];
+    SCOPED_TRACE(p.meta.name);
+    EXPECT_EQ(p.meta.namespace_, "hetero");
+    const auto [cpu, mem] = RequestsOf(p);
+    EXPECT_GE(cpu, 100);
+    EXPECT_LE(cpu, 2000);
+    EXPECT_GE(mem, int64_t{128} << 20);
+    EXPECT_LE(mem, int64_t{4} << 30);
+    requests.insert({cpu, mem});
+    signatures.insert(cycle::SchedulingSignature(p));
+    if (k > 0) {  // no two consecutive pods can share a batched run
+      EXPECT_NE(cycle::SchedulingSignature(p), cycle::SchedulingSignature((*pods)[k - 1]));
+      EXPECT_NE(RequestsOf(p), RequestsOf((*pods)[k - 1]));
+    }
+    const PodFeatures f = FeaturesOf(p);
+    node_constraint += f.node_constraint;
+    tolerations += f.tolerations;
+    anti_affinity += f.anti_affinity;
+    spread += f.spread;
+    host_port += f.host_port;
+    if (f.spread) do_not_schedule += p.topology_spread_constraints[0].when_unsatisfiable == "DoNotSchedule";
+  }
+  RecordProperty("node_constraint", node_constraint);
+  RecordProperty("tolerations", tolerations);
+  RecordProperty("anti_affinity", anti_affinity);
+  RecordProperty("spread", spread);
+  RecordProperty("spread_do_not_schedule", do_not_schedule);
+  RecordProperty("host_port", host_port);
+  // Fewer pods than request pairs: every pod's requests (hence signature) are its own.
+  EXPECT_EQ(requests.size(), 2000u);
+  EXPECT_EQ(signatures.size(), 2000u);
+  // The shares, out of 2,000 (a binomial's standard deviation is about 1% at 30%).
+  EXPECT_NEAR(node_constraint, 600, 100);
+  EXPECT_NEAR(tolerations, 400, 80);
+  EXPECT_NEAR(anti_affinity, 200, 60);
+  EXPECT_NEAR(spread, 400, 80);
+  EXPECT_NEAR(host_port, 100, 40);
+  EXPECT_GT(do_not_schedule, spread / 4);
+  EXPECT_LT(do_not_schedule, spread * 3 / 4);
+}
+
+TEST(WorkloadTest, HeterogeneousConstraintsSelectNodesThatExist) {
+  auto w = LoadWorkload("SchedulingHeterogeneous");
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto cluster = BuildCluster(*w);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto pods = BuildPods(w->measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  std::map<std::string, std::set<std::string>> values;  // label key -> values on untainted nodes
+  for (const Node& n : cluster->nodes) {
+    bool hard = false;
+    for (const Taint& t : n.taints) hard |= t.effect == "NoSchedule";
+    if (hard) continue;
+    for (const auto& [key, value] : n.meta.labels) values[key].insert(value);
+  }
+  std::set<std::string> selector_kinds;
+  for (const Pod& p : *pods) {
+    SCOPED_TRACE(p.meta.name);
+    for (const auto& [key, value] : p.node_selector) {
+      EXPECT_TRUE(values[key].count(value)) << key << "=" << value;
+      selector_kinds.insert("selector " + key);
+    }
+    if (p.affinity && p.affinity->node_affinity && p.affinity->node_affinity->required) {
+      for (const NodeSelectorTerm& t : p.affinity->node_affinity->required->terms) {
+        for (const NodeSelectorRequirement& r : t.match_expressions) {
+          for (const std::string& v : r.values) EXPECT_TRUE(values[r.key].count(v)) << r.key << "=" << v;
+          selector_kinds.insert("affinity " + r.key + " " + r.op);
+        }
+      }
+    }
+    for (const Toleration& t : p.tolerations) {
+      EXPECT_TRUE(t.key == "dedicated" || t.key == "workload") << t.key;
+      EXPECT_TRUE(t.op == "Exists" ? t.value.empty() : t.op == "Equal" && !t.value.empty()) << t.op;
+    }
+  }
+  // Every kind of node constraint occurs.
+  EXPECT_EQ(selector_kinds, (std::set<std::string>{"selector topology.kubernetes.io/zone", "selector disktype",
+                                                   "selector node.kubernetes.io/instance-type",
+                                                   "affinity topology.kubernetes.io/zone In",
+                                                   "affinity topology.kubernetes.io/zone NotIn", "affinity disktype In",
+                                                   "affinity node.kubernetes.io/instance-type In"}));
+}
+
+TEST(WorkloadTest, HeterogeneousGenerationIsDeterministic) {
+  auto w = LoadWorkload("SchedulingHeterogeneous");
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto signatures = [](const PodGroup& g) {
+    auto pods = BuildPods(g, "pod");
+    EXPECT_TRUE(pods.ok()) << pods.status();
+    std::vector<std::string> out;
+    for (const Pod& p : *pods) out.push_back(cycle::SchedulingSignature(p));
+    return out;
+  };
+  const std::vector<std::string> first = signatures(w->measured);
+  EXPECT_EQ(signatures(w->measured), first);  // the same seed, the same pods
+  // Pod k depends on the seed and k only: a shorter group is a prefix.
+  PodGroup shorter = w->measured;
+  shorter.count = 100;
+  EXPECT_EQ(signatures(shorter), std::vector<std::string>(first.begin(), first.begin() + 100));
+  // Another seed, other pods.
+  PodGroup other = w->measured;
+  other.heterogeneous->seed = 14;
+  const std::vector<std::string> reseeded = signatures(other);
+  int same = 0;
+  for (size_t k = 0; k < first.size(); ++k) same += first[k] == reseeded[k];
+  EXPECT_LT(same, 20);
+  // Past the request pairs, the order repeats but neighbours still differ.
+  PodGroup longer = w->measured;
+  longer.count = kHeterogeneousPairs + 10;
+  auto pods = BuildPods(longer, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (size_t k = 1; k < pods->size(); ++k) ASSERT_NE(RequestsOf((*pods)[k]), RequestsOf((*pods)[k - 1])) << k;
+  EXPECT_EQ(RequestsOf((*pods)[kHeterogeneousPairs]), RequestsOf((*pods)[0]));
+}
+
+TEST(WorkloadTest, HeterogeneousGroupsAreChecked) {
+  auto parse = [](const std::string& yaml) {
+    auto docs = ParseDocuments(yaml, "w.yaml");
+    EXPECT_TRUE(docs.ok()) << docs.status();
+    return DecodeWorkloadSpec((*docs)[0], "w.yaml");
+  };
+  const std::string head = "name: x\nnodes: {count: 3, zones: [a, b]}\n";
+  const std::string containers = "template: {spec: {containers: [{name: c, image: i}]}}";
+  EXPECT_EQ(parse(head + "measured: {count: 1, heterogeneous: {seed: -1}, " + containers + "}\n").status().message(),
+            "w.yaml: measured.heterogeneous.seed: expected a non-negative integer");
+  EXPECT_EQ(parse(head + "measured: {count: 1, heterogeneous: {seed: 1, mix: 2}, " + containers + "}\n")
+                .status()
+                .message(),
+            "w.yaml: measured.heterogeneous.mix: unknown field");
+  EXPECT_EQ(parse(head + "measured: {count: 1, heterogeneous: {seed: 1}, template: {}}\n").status().message(),
+            "w.yaml: measured.heterogeneous: needs a template with a container (spec.containers[0] gets the "
+            "requests)");
+  // A minimal group: zones from the one node group, no node labels or taints to use.
+  auto ok = parse(head + "measured: {count: 50, heterogeneous: {seed: 7}, " + containers + "}\n");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->measured.heterogeneous->zones, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(ok->measured.heterogeneous->node_labels.empty());
+  EXPECT_TRUE(ok->measured.heterogeneous->taints.empty());
+  auto pods = BuildPods(ok->measured, "p");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  for (const Pod& p : *pods) {
+    EXPECT_TRUE(p.tolerations.empty());
+    for (const auto& [key, value] : p.node_selector) EXPECT_EQ(key, "topology.kubernetes.io/zone");
   }
 }
 

@@ -26,6 +26,9 @@
 //     namespacePrefix  createPodSets: the group runs once per namespace of the namespace set
 //                   with that prefix, `count` pods in each (namespaces in order)
 //     objects       per-pod object templates (e.g. a bound PV and PVC), one set per pod
+//     heterogeneous {seed: N}: every pod is derived from the template by a deterministic,
+//                   seeded generator (HeterogeneousMix below), so consecutive pods never
+//                   share a scheduling signature
 //   measured:       one pod group, as init
 //   churn:          scheduler_perf's churn op while the measured pods schedule
 //                   {mode: create|recreate, number, intervalMilliseconds, namespace, templates}
@@ -74,6 +77,32 @@ struct NamespaceSet {
   nlohmann::json namespace_template;
 };
 
+/** Per-pod variation of a pod group (`heterogeneous: {seed: N}`). Pod k of the group (k over
+ *  the whole group, namespaces in order) is the template plus, deterministically from the
+ *  seed and k alone:
+ *  - spec.containers[0] requests (and its limits, when the template has limits): cpu 100m..2
+ *    in 50m steps by memory 128Mi..4Gi in 64Mi steps, pair k of a seeded permutation of the
+ *    kHeterogeneousPairs pairs (taken modulo its size), so the first kHeterogeneousPairs pods
+ *    all differ in requests and consecutive pods always do;
+ *  - metadata.labels app: hetero-<0..15>;
+ *  - each drawn on its own: 30% a node constraint (nodeSelector on a zone or on a node label,
+ *    or required node affinity: zones In, or a node label In and a zone NotIn); 20%
+ *    tolerations of `taints` (Equal or Exists); 10% preferred pod anti-affinity (app
+ *    hetero-<j>, hostname or zone, weight 1..100); 20% a topology spread constraint (zone,
+ *    else hostname; maxSkew 1..5; DoNotSchedule or ScheduleAnyway; selecting the pod's own
+ *    app label); 5% a host port 30000..30099/TCP on spec.containers[0].
+ *  A constraint with nothing to select (no zones and no node labels) is left out. */
+struct HeterogeneousMix {
+  uint64_t seed = 0;
+  /** Filled by DecodeWorkloadSpec from the node groups: the topology.kubernetes.io/zone
+   *  values and the other label key=value pairs of groups without a NoSchedule or NoExecute
+   *  taint (of every group when all have one), and the distinct taints of every group. */
+  std::vector<std::string> zones;
+  std::vector<std::pair<std::string, std::string>> node_labels;
+  std::vector<Taint> taints;
+};
+inline constexpr int32_t kHeterogeneousPairs = 39 * 63;  // cpu steps x memory steps
+
 struct PodGroup {
   int32_t count = 0;  // pods, or pods per namespace when namespace_prefix is set
   std::string namespace_ = "default";
@@ -83,6 +112,7 @@ struct PodGroup {
   int32_t namespace_count = 1;
   nlohmann::json pod_template;   // a Pod object without a name
   std::vector<nlohmann::json> objects;  // per-pod object templates
+  std::optional<HeterogeneousMix> heterogeneous;  // per-pod variation, when given
 
   /** The namespaces the group runs over, in order. */
   std::vector<std::string> Namespaces() const;
@@ -179,8 +209,10 @@ absl::StatusOr<ObjectSet> BuildCluster(const Workload& w);
 absl::StatusOr<std::vector<state::ClusterEvent>> ChurnEvents(const Churn& churn, int64_t tick);
 
 /** @brief The group's pods named <prefix>-<k> (k over the whole group, namespaces in
- *  order), creation times `first_creation + k`. A template without {{...}} is decoded
- *  once and stamped. InvalidArgument naming the template on bad input. */
+ *  order), creation times `first_creation + k`. A template without {{...}} and without
+ *  `heterogeneous` is decoded once and stamped; a heterogeneous group's pods are each
+ *  generated (HeterogeneousMix) and decoded. InvalidArgument naming the template (and the
+ *  pod) on bad input. */
 absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::string& prefix,
                                            int64_t first_creation = 0);
 
