@@ -57,9 +57,10 @@ class Evaluator {
                          int32_t /*rows*/) {}
   /** The status of node `i` for the current pod (Success when feasible); sets `plugin`. */
   virtual PluginStatus FilterNode(NodeIndex i, std::string* plugin) = 0;
-  /** True when node `i` is known feasible without building its status (false: ask
-   *  FilterNode); the scan's fast path for the nodes that pass. */
-  virtual bool KnownFeasible(NodeIndex /*i*/) { return false; }
+  /** Node `i`'s verdict without building its status: 0 when it passes, a key > 0 that is
+   *  equal for nodes rejected by one plugin with one verdict (their statuses are equal),
+   *  -1 when not known (ask FilterNode). The scan's fast path. */
+  virtual int64_t VerdictKey(NodeIndex /*i*/) { return -1; }
   /** `per_plugin`: also each plugin's raw and normalized scores (explanations). */
   virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) = 0;
 };
@@ -104,7 +105,11 @@ class EngineEvaluator final : public Evaluator {
     scan_feasible_ = 0;
   }
 
-  bool KnownFeasible(NodeIndex i) override { return FailedPlugin(i) == 0; }
+  int64_t VerdictKey(NodeIndex i) override {
+    const int16_t f = FailedPlugin(i);
+    if (f == 0) return 0;
+    return static_cast<int64_t>(f) << 32 | (chunked_ ? code_[i] : result_.code[i]);
+  }
 
   PluginStatus FilterNode(NodeIndex i, std::string* plugin) override {
     const int16_t f = FailedPlugin(i);
@@ -769,12 +774,30 @@ class CycleScheduler final : public Scheduler {
     std::vector<std::string> rejectors = pre.rejectors;
     int32_t processed = m;
     if (m > 0) ev->BeginScan(&candidates, next_start_ % m, k, snapshot_ ? snapshot_->num_nodes() : 0);
+    // Rejections by verdict (plugin and code) when the evaluator can name them: a status and
+    // its reasons are built once per distinct verdict, not once per rejected node.
+    struct Verdicts {
+      int64_t key;
+      std::string plugin;
+      PluginStatus status;
+      int64_t nodes;
+    };
+    std::vector<Verdicts> verdicts;
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
       std::string plugin;
       PluginStatus s;  // Success: a node that passes needs no status built
-      const bool passes = !explain && (nominated_on.empty() || !nominated_on[i]) && ev->KnownFeasible(i);
-      if (!passes) s = node_status(i, &plugin);
+      const bool plain = !explain && (nominated_on.empty() || !nominated_on[i]);
+      const int64_t key = plain ? ev->VerdictKey(i) : -1;
+      if (key > 0) {
+        auto seen = std::find_if(verdicts.begin(), verdicts.end(), [&](const Verdicts& e) { return e.key == key; });
+        if (seen != verdicts.end()) {
+          ++seen->nodes;
+          rejected.push_back(i);
+          continue;
+        }
+      }
+      if (key != 0) s = node_status(i, &plugin);
       if (s.code == Code::kError) {
         out.code = Code::kError;
         out.message = s.Message();
@@ -786,6 +809,10 @@ class CycleScheduler final : public Scheduler {
           break;
         }
         feasible.push_back(i);
+      } else if (key > 0) {
+        rejected.push_back(i);
+        verdicts.push_back({key, plugin, std::move(s), 1});
+        continue;
       } else {
         rejected.push_back(i);
         if (std::find(rejectors.begin(), rejectors.end(), plugin) == rejectors.end()) rejectors.push_back(plugin);
@@ -799,6 +826,10 @@ class CycleScheduler final : public Scheduler {
         ne.filter = s;
         explain->nodes.push_back(std::move(ne));
       }
+    }
+    for (const Verdicts& e : verdicts) {
+      if (std::find(rejectors.begin(), rejectors.end(), e.plugin) == rejectors.end()) rejectors.push_back(e.plugin);
+      for (const std::string& r : e.status.reasons) reasons[r] += e.nodes;
     }
     next_start_ = static_cast<int32_t>((static_cast<int64_t>(next_start_) + processed) % n);
     out.feasible = static_cast<int32_t>(feasible.size());
