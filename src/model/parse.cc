@@ -221,7 +221,8 @@ absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::str
     try {
       docs.push_back(json::parse(text));
       return docs;
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // parse_error, and out_of_range for a number past double's range (1e400).
       return absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", e.what()));
     }
   }

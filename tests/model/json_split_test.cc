@@ -139,6 +139,15 @@ TEST(JsonSplitTest, ErrorsInsideItemsNameFileObjectAndLine) {
                   "spec": {"priority": 99999999999999999999}}]})",
                  "c.json", &out);
   EXPECT_EQ(s.message(), "c.json: Pod default/p: spec.priority: expected an integer, got 1e+20") << s;
+  // A number past double's range: an error naming the file (nlohmann's out_of_range used to
+  // escape ParseDocuments and end the process; found by the fuzz targets).
+  for (const char* text : {R"({"kind": "List", "items": [{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": 1e400}}]})",
+                           R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"priority": -1e400}})"}) {
+    s = DecodeText(text, "c.json", &out);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_NE(s.message().find("c.json: invalid JSON: "), std::string_view::npos) << s;
+    EXPECT_NE(s.message().find("number overflow"), std::string_view::npos) << s;
+  }
   // Values the API server rejects, as before.
   s = DecodeText(R"({"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"},
                   "status": {"allocatable": {"cpu": "-1"}}}]})",
