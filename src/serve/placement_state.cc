@@ -176,7 +176,12 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string>& e
   const ObjectSet classes = classes_;
   const size_t order_size = order_.size();
   for (size_t k = 0; k < events.size(); ++k) {
-    absl::Status s = ApplyOne(events[k], StrCat("events[", k, "]"), &undo);
+    absl::Status s;
+    try {
+      s = ApplyOne(events[k], StrCat("events[", k, "]"), &undo);
+    } catch (const std::exception& e) {  // all or nothing holds even for a bug's exception
+      s = absl::InternalError(StrCat("events[", k, "]: ", e.what()));
+    }
     if (!s.ok()) {
       (void)scheduler_->Revert();
       Rollback(&undo);
