@@ -775,7 +775,8 @@ class CycleScheduler final : public Scheduler {
     int32_t processed = m;
     if (m > 0) ev->BeginScan(&candidates, next_start_ % m, k, snapshot_ ? snapshot_->num_nodes() : 0);
     // Rejections by verdict (plugin and code) when the evaluator can name them: a status and
-    // its reasons are built once per distinct verdict, not once per rejected node.
+    // its reasons are built once per distinct verdict, not once per rejected node. Rejected
+    // nodes it cannot name get an entry each.
     struct Verdicts {
       int64_t key;
       std::string plugin;
@@ -809,14 +810,9 @@ class CycleScheduler final : public Scheduler {
           break;
         }
         feasible.push_back(i);
-      } else if (key > 0) {
-        rejected.push_back(i);
-        verdicts.push_back({key, plugin, std::move(s), 1});
-        continue;
       } else {
         rejected.push_back(i);
-        if (std::find(rejectors.begin(), rejectors.end(), plugin) == rejectors.end()) rejectors.push_back(plugin);
-        for (const std::string& r : s.reasons) ++reasons[r];
+        verdicts.push_back({key, plugin, explain ? s : std::move(s), 1});  // key -1: this node's alone
       }
       if (explain) {
         NodeExplanation ne;
