@@ -714,13 +714,6 @@ absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods,
   return absl::OkStatus();
 }
 
-absl::StatusOr<LabelSelector> DecodeLabelSelector(JsonView j, std::string_view where) {
-  Reader r{std::string(where)};
-  LabelSelector s;
-  KPLACE_RETURN_IF_ERROR(DecodeSelector(r, j, "", &s));
-  return s;
-}
-
 absl::StatusOr<Namespace> DecodeNamespace(JsonView j, std::string_view where) {
   Reader r(Prefix(where, "Namespace", j));
   Namespace ns;
@@ -757,6 +750,14 @@ absl::StatusOr<GenericObject> DecodeGeneric(JsonView j, std::string_view kind, s
 }
 
 namespace {
+// The kind of a list's items: "" for a List (each item names its own), "Pod" for a PodList;
+// nullopt when `kind` is not a list.
+std::optional<std::string> ListItemKind(const std::string& kind) {
+  if (kind == "List") return std::string();
+  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) return kind.substr(0, kind.size() - 4);
+  return std::nullopt;
+}
+
 absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view file, ObjectSet* out,
                        SkippedKinds* skipped);
 }  // namespace
@@ -768,14 +769,12 @@ absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out,
     return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got ", doc.type_name()));
   }
   std::string kind = doc["kind"].is_string() ? std::string(doc["kind"].str()) : std::string(default_kind);
-  if (kind == "List" || (kind.size() > 4 && kind.substr(kind.size() - 4) == "List")) {
+  if (std::optional<std::string> item_kind = ListItemKind(kind)) {
     if (!doc["items"].is_array()) {
       return absl::InvalidArgumentError(StrCat(file, ": ", kind, ": items: expected a list"));
     }
-    // A typed list (PodList) names its items' kind once.
-    std::string item_kind = kind == "List" ? "" : kind.substr(0, kind.size() - 4);
     return doc["items"].ForEachElement([&](size_t, JsonView item) {
-      return DecodeDocument(item, file, out, skipped, invalid, item.contains("kind") ? "" : item_kind);
+      return DecodeDocument(item, file, out, skipped, invalid, item.contains("kind") ? "" : *item_kind);
     });
   }
   absl::Status s = DecodeOne(doc, kind, file, out, skipped);
@@ -877,14 +876,14 @@ std::optional<absl::Status> DecodeSplitList(std::string_view text, const TopLeve
       if (key == "kind" && e.is_string()) kind = std::string(e.get_string().value_unsafe());
     }
   }
-  if (kind != "List" && !(kind.size() > 4 && kind.substr(kind.size() - 4) == "List")) return std::nullopt;
+  const std::optional<std::string> item_kind = ListItemKind(kind);
+  if (!item_kind) return std::nullopt;
   // Room for every item as a pod and as a node: pages never written are never resident, and
   // no vector of 100,000 pods is copied while it grows. (Decoding parts of the list on two
   // threads was measured no faster on this 2-core machine and took 30% more memory.)
   out->pods.reserve(out->pods.size() + spans.items.size());
   out->nodes.reserve(out->nodes.size() + spans.items.size());
-  return DecodeItems(text, spans.items.data(), spans.items.size(), kind == "List" ? "" : kind.substr(0, kind.size() - 4),
-                     padded, file, out, skipped, invalid);
+  return DecodeItems(text, spans.items.data(), spans.items.size(), *item_kind, padded, file, out, skipped, invalid);
 }
 
 // `padded`: `text` may be read simdjson::SIMDJSON_PADDING bytes past its end (saves a copy).
@@ -971,10 +970,6 @@ absl::StatusOr<Node> DecodeNode(const json& j, std::string_view where, bool stri
 absl::StatusOr<Pod> DecodePod(const json& j, std::string_view where, bool strict) {
   KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
   return DecodePod(v, where, strict);
-}
-absl::StatusOr<LabelSelector> DecodeLabelSelector(const json& j, std::string_view where) {
-  KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
-  return DecodeLabelSelector(v, where);
 }
 absl::StatusOr<Workload> DecodeWorkload(const json& j, std::string_view kind, std::string_view where) {
   KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));

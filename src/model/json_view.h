@@ -104,7 +104,6 @@ absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out,
                             std::vector<std::string>* invalid, std::string_view default_kind = "");
 absl::StatusOr<Node> DecodeNode(JsonView j, std::string_view where, bool strict = true);
 absl::StatusOr<Pod> DecodePod(JsonView j, std::string_view where, bool strict = true);
-absl::StatusOr<LabelSelector> DecodeLabelSelector(JsonView j, std::string_view where);
 absl::StatusOr<Workload> DecodeWorkload(JsonView j, std::string_view kind, std::string_view where);
 absl::StatusOr<Namespace> DecodeNamespace(JsonView j, std::string_view where);
 absl::StatusOr<GenericObject> DecodeGeneric(JsonView j, std::string_view kind, std::string_view where);

@@ -57,8 +57,6 @@ absl::StatusOr<Node> DecodeNode(const nlohmann::json& j, std::string_view where,
 /** @brief Decodes a core/v1 Pod (`strict` as DecodeNode: also toleration operators and
  *  effects, topology spread fields, preferred weights). */
 absl::StatusOr<Pod> DecodePod(const nlohmann::json& j, std::string_view where, bool strict = true);
-/** @brief Decodes a metav1.LabelSelector (`path` names it in errors). */
-absl::StatusOr<LabelSelector> DecodeLabelSelector(const nlohmann::json& j, std::string_view where);
 /** @brief Decodes a Service, ReplicaSet, StatefulSet or ReplicationController. */
 absl::StatusOr<Workload> DecodeWorkload(const nlohmann::json& j, std::string_view kind,
                                         std::string_view where);
@@ -67,6 +65,7 @@ absl::StatusOr<Namespace> DecodeNamespace(const nlohmann::json& j, std::string_v
 /** @brief Decodes storage objects (PV, PVC, ...) keeping their JSON for later plugins. */
 absl::StatusOr<GenericObject> DecodeGeneric(const nlohmann::json& j, std::string_view kind,
                                             std::string_view where);
+
 
 /** @brief Decodes a policy/v1 PodDisruptionBudget. */
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& j, std::string_view where);
