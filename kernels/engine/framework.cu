@@ -255,6 +255,33 @@ class BackendFramework final : public engine::Framework {
     out->code.assign(listed_code_.begin(), listed_code_.end());
   }
 
+  void FilterEachOn(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes,
+                    std::vector<VerdictCode>* out) override {
+    const size_t num = filter_.size();
+    const int32_t c = static_cast<int32_t>(nodes.size());
+    out->assign(nodes.size() * num, VerdictCode{0});
+    if (c == 0) return;
+    const NodeIndex* listed = UploadScratch(nodes, &listed_nodes_);
+    VerdictCode* codes = Scratch(&listed_codes_dev_, c);
+    std::vector<VerdictCode>& host = listed_code_;
+    host.resize(c);
+    for (size_t f = 0; f < num; ++f) {
+      if (pre.skip_filter[f]) continue;
+      PluginCodesOn(f, listed, c, codes);
+      Download(listed_codes_dev_, c, host.data());
+      for (int32_t j = 0; j < c; ++j) (*out)[j * num + f] = host[j];
+    }
+  }
+
+  bool FilterWithout(int f, NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current,
+                     VerdictCode* code) override {
+    if (!filter_[f]->FilterReadsPods()) {
+      *code = current;
+      return true;
+    }
+    return filter_[f]->FilterWithout(node, removed, current, *snapshot_, code);
+  }
+
   std::vector<std::vector<VerdictCode>> FilterEach() override {
     const int32_t n = snapshot_->num_nodes();
     codes_.resize(n);
@@ -646,11 +673,25 @@ class BackendFramework final : public engine::Framework {
     Download(total_, count, out->total.data());
   }
 
+  /** Filter plugin f's verdict codes of the `c` nodes at `listed` (backend memory) into
+   *  `codes`. Plugins without FilterNodes filter every node once per pod and are gathered. */
+  void PluginCodesOn(size_t f, const NodeIndex* listed, int32_t c, VerdictCode* codes) {
+    if (pod_full_.size() != filter_.size()) pod_full_.resize(filter_.size());
+    if (filter_[f]->FilterNodes(listed, c, codes)) return;
+    PodFilter& full = pod_full_[f];
+    if (full.pod != pod_count_) {
+      const int32_t n = snapshot_->num_nodes();
+      filter_[f]->Filter(n, Scratch(&full.codes, n));
+      full.pod = pod_count_;
+    }
+    const VerdictCode* all = Ptr(full.codes);
+    WithPolicy(c, [&](auto p) { thrust::gather(p, listed, listed + c, all, codes); }, kOmpLightSerialBelow);
+  }
+
   /** First failure per listed node over the Filter plugins not marked in `skip`, into
    *  listed_failed_ / listed_code_ (host). Plugins without FilterNodes filter every node
    *  once per pod and are gathered. */
   void FirstFailureOn(const std::vector<bool>& skip, const std::vector<NodeIndex>& nodes) {
-    const int32_t n = snapshot_->num_nodes();
     const int32_t c = static_cast<int32_t>(nodes.size());
     const NodeIndex* listed = UploadScratch(nodes, &listed_nodes_);
     int16_t* failed = Scratch(&listed_failed_dev_, c);
@@ -659,18 +700,9 @@ class BackendFramework final : public engine::Framework {
     FillN(failed, c, int16_t{0});
     FillN(code, c, VerdictCode{0});
     auto first = thrust::make_zip_iterator(thrust::make_tuple(failed, code));
-    if (pod_full_.size() != filter_.size()) pod_full_.resize(filter_.size());
     for (size_t f = 0; f < filter_.size(); ++f) {
       if (skip[f]) continue;
-      if (!filter_[f]->FilterNodes(listed, c, codes)) {
-        PodFilter& full = pod_full_[f];
-        if (full.pod != pod_count_) {
-          filter_[f]->Filter(n, Scratch(&full.codes, n));
-          full.pod = pod_count_;
-        }
-        const VerdictCode* all = Ptr(full.codes);
-        WithPolicy(c, [&](auto p) { thrust::gather(p, listed, listed + c, all, codes); }, kOmpLightSerialBelow);
-      }
+      PluginCodesOn(f, listed, c, codes);
       WithPolicy(
           c, [&](auto p) { thrust::transform(p, first, first + c, codes, first, FirstFailureFn{static_cast<int16_t>(f + 1)}); },
           kOmpLightSerialBelow);

@@ -276,6 +276,7 @@ class NodeAffinity final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {
     slots_.UpdateNode(s, node);
     return true;

@@ -29,6 +29,7 @@ class NodeName final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   bool OnNodeUpdate(NodeIndex node, const Node&, const Snapshot& s) override {  // a node that leaves or comes back
     name_id_.Set(node, s.node_name_ids()[node]);
     return true;

@@ -92,6 +92,18 @@ class NodePorts final : public engine::Plugin {
     for (int32_t k = 0; k < kMinSlots; ++k) entries_.Push(HostPortEntry{engine::kNoId, engine::kNoId, 0});
     return true;
   }
+  // The node's set from the pods that stay, as OnUnbind builds it.
+  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot& s,
+                     VerdictCode* code) override {
+    kept_.clear();
+    for (const Pod* p : s.pods_on(node)) {
+      if (std::find(removed.begin(), removed.end(), p) == removed.end()) AddTo(&kept_, *p);
+    }
+    const int32_t offsets[1] = {0}, counts[1] = {static_cast<int32_t>(kept_.size())};
+    NodePortsParams p{wanted_host_.data(), static_cast<int32_t>(wanted_host_.size()), has_state_};
+    *code = plugins::NodePortsFilterNode(NodePortsView{offsets, counts, kept_.data()}, p, 0);
+    return true;
+  }
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
     if (Entries(pod).empty()) return true;
     used_[node].clear();
@@ -140,11 +152,12 @@ class NodePorts final : public engine::Plugin {
   }
 
   /** Adds a pod's ports to node i's set (the used-port table is a set). */
-  void AddUsed(NodeIndex i, const Pod& pod) {
+  void AddUsed(NodeIndex i, const Pod& pod) { AddTo(&used_[i], pod); }
+  void AddTo(std::vector<HostPortEntry>* set, const Pod& pod) {
     for (const HostPortEntry& e : Entries(pod)) {
       bool present = false;
-      for (const HostPortEntry& u : used_[i]) present = present || SameEntry(u, e);
-      if (!present) used_[i].push_back(e);
+      for (const HostPortEntry& u : *set) present = present || SameEntry(u, e);
+      if (!present) set->push_back(e);
     }
   }
 
@@ -168,6 +181,7 @@ class NodePorts final : public engine::Plugin {
   const std::string kTcp = "TCP";
   engine::Interner ips_, protocols_;
   std::vector<std::vector<HostPortEntry>> used_;  // per node, the host truth
+  std::vector<HostPortEntry> kept_;               // FilterWithout's node
   std::vector<int32_t> slots_;                    // per node, room in the CSR
   Column<int32_t> offsets_, counts_;
   Column<HostPortEntry> entries_;

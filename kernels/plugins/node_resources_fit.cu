@@ -59,6 +59,7 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
         }
       }
     }
+    columns_.ForgetRemovals();
     Resource f = Resource::From(PodRequests(pod, nullptr, columns_.pod_level()), /*keep_pods=*/false);
     filter_ = FitFilterParams{};
     filter_.cpu_milli = f.milli_cpu;
@@ -84,6 +85,12 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
   }
   bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
     ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
+    return true;
+  }
+  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot&,
+                     VerdictCode* code) override {
+    if (!columns_.RowWithout(node, removed, &row_)) return false;
+    *code = plugins::FitFilterNode(row_.View(), filter_, 0);
     return true;
   }
   // A node's fit and score read its own resource columns; a bind adds to the bound node's.
@@ -165,6 +172,7 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
   NodeResourcesFitArgs args_;
   FeatureGates gates_;
   FitFilterParams filter_{};
+  ResourceColumns::NodeRow row_{};  // FilterWithout's node
   FitScoreParams score_{};
   std::vector<std::string> scalar_names_;
 };

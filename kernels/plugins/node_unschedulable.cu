@@ -31,6 +31,7 @@ class NodeUnschedulable final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
     unschedulable_.Push(s.node(node).unschedulable ? 1 : 0);
     return true;

@@ -165,10 +165,17 @@ class NodeVolumeLimits final : public engine::Plugin {
     return true;
   }
 
-  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override {
-    Counted counted;
-    return Collect(pod, has_csinode_.host[node] != 0, /*new_pod=*/false, cache_.Get(s.objects()), &counted).IsSuccess() &&
-           counted.list.empty();
+  bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override { return CountsNothing(pod, node, s); }
+  // A pod without volumes passes everywhere; pods that count no volume there change no count.
+  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current, const Snapshot& s,
+                     VerdictCode* code) override {
+    if (!params_.no_volumes) {
+      for (const Pod* p : removed) {
+        if (!CountsNothing(*p, node, s)) return false;
+      }
+    }
+    *code = current;
+    return true;
   }
 
   PluginStatus PreFilter(const Pod& pod, const Snapshot& s, std::vector<NodeIndex>*, bool*) override {
@@ -247,6 +254,12 @@ class NodeVolumeLimits final : public engine::Plugin {
   }
 
  private:
+  /** True when `pod` on `node` counts no volume against the node's limits. */
+  bool CountsNothing(const Pod& pod, NodeIndex node, const Snapshot& s) {
+    Counted counted;
+    return Collect(pod, has_csinode_.host[node] != 0, /*new_pod=*/false, cache_.Get(s.objects()), &counted).IsSuccess() &&
+           counted.list.empty();
+  }
   explicit NodeVolumeLimits(bool limit_scaling) : limit_scaling_(limit_scaling) {}
 
   int32_t Slot(const std::string& driver) const {

@@ -2,9 +2,11 @@
 // The resource columns NodeResourcesFit and NodeResourcesBalancedAllocation read:
 // allocatable, requested and non-zero requested per node (noderesources.md §4), kept
 // in step with bindings. Included by kernels/plugins/*.cu after kernels/backend.cuh.
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/backend.cuh"
@@ -92,6 +94,7 @@ class ResourceColumns {
    *  node is computed again from the pods still there. A scalar the node no longer
    *  requests keeps its entry at zero, which reads as no entry. */
   void RemovePod(const Pod& pod, NodeIndex i, const Snapshot& s) {
+    ForgetRemovals();  // `pod` may be freed
     const NodeResources& delta = DeltaOf(pod);
     bool exact = true;
     auto check = [&](Column<int64_t>& c, size_t k, int64_t v) {
@@ -111,6 +114,76 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, sub);
     for (const auto& [entry, v] : scalar_adds_) sub(req_scalar_, static_cast<size_t>(entry), v);
+  }
+
+  /** Node i's columns as one node (index 0) on the host, as they would be without the pods
+   *  `removed` (bound there): preemption's dry run. False when a sum it would lower is
+   *  saturated (its parts are unknown) or a removed pod's scalar has no entry there. */
+  struct NodeRow {
+    int64_t alloc_cpu, alloc_mem, alloc_eph, alloc_pods, req_cpu, req_mem, req_eph, nz_cpu, nz_mem, pod_count;
+    int32_t offsets[2];
+    std::vector<int32_t> slot;
+    std::vector<int64_t> alloc_scalar, req_scalar;
+    FitNodeView View() const {
+      return FitNodeView{1,        &alloc_cpu, &alloc_mem, &alloc_eph, &alloc_pods,         &req_cpu,
+                         &req_mem, &req_eph,   &nz_cpu,    &nz_mem,    &pod_count,          offsets,
+                         slot.data(), alloc_scalar.data(), req_scalar.data()};
+    }
+  };
+  bool RowWithout(NodeIndex i, const std::vector<const Pod*>& removed, NodeRow* row) {
+    *row = NodeRow{alloc_cpu_.host[i], alloc_mem_.host[i], alloc_eph_.host[i], alloc_pods_.host[i],
+                   req_cpu_.host[i],   req_mem_.host[i],   req_eph_.host[i],   nz_cpu_.host[i],
+                   nz_mem_.host[i],    pod_count_.host[i], {0, 0},             {}, {}, {}};
+    for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) {
+      row->slot.push_back(scalar_slot_.host[k]);
+      row->alloc_scalar.push_back(alloc_scalar_.host[k]);
+      row->req_scalar.push_back(req_scalar_.host[k]);
+    }
+    row->offsets[1] = static_cast<int32_t>(row->slot.size());
+    constexpr int64_t kSaturated = std::numeric_limits<int64_t>::max();
+    bool exact = true;
+    auto sub = [&](int64_t* sum, int64_t v) {
+      if (v == 0) return;
+      if (*sum == kSaturated) exact = false;
+      *sum -= v;
+    };
+    for (const Pod* pod : removed) {
+      auto it = removal_deltas_.find(pod);
+      if (it == removal_deltas_.end()) it = removal_deltas_.emplace(pod, Removal(*pod)).first;
+      const RemovalDelta& d = it->second;
+      sub(&row->req_cpu, d.dense[0]);
+      sub(&row->req_mem, d.dense[1]);
+      sub(&row->req_eph, d.dense[2]);
+      sub(&row->nz_cpu, d.dense[3]);
+      sub(&row->nz_mem, d.dense[4]);
+      sub(&row->pod_count, d.dense[5]);
+      for (const auto& [slot, v] : d.scalars) {
+        auto at = std::find(row->slot.begin(), row->slot.end(), slot);
+        if (slot < 0 || at == row->slot.end()) return false;
+        sub(&row->req_scalar[at - row->slot.begin()], v);
+      }
+    }
+    return exact;
+  }
+  /** What a bound pod's removal takes off its node's request columns: requested cpu,
+   *  memory, ephemeral storage, non-zero cpu and memory, pods; scalars by slot. */
+  struct RemovalDelta {
+    int64_t dense[6];
+    std::vector<std::pair<int32_t, int64_t>> scalars;
+  };
+  RemovalDelta Removal(const Pod& pod) {
+    const NodeResources& d = DeltaOf(pod);  // replicas share one computation
+    RemovalDelta out{{d.requested.milli_cpu, d.requested.memory, d.requested.ephemeral_storage, d.non_zero_milli_cpu,
+                      d.non_zero_memory, d.pod_count},
+                     {}};
+    for (const auto& [name, v] : d.requested.scalars) {
+      if (v != 0) out.scalars.emplace_back(FindSlot(name), v);
+    }
+    return out;
+  }
+  /** The dry run's per-pod requests are kept while the pods stay bound and the pod compiled. */
+  void ForgetRemovals() {
+    if (!removal_deltas_.empty()) removal_deltas_.clear();
   }
 
   /** Node i's object changed: its allocatable is written in place, or false when its
@@ -246,6 +319,7 @@ class ResourceColumns {
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
   Column<int32_t> scalar_offsets_, scalar_slot_;
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
+  std::unordered_map<const Pod*, RemovalDelta> removal_deltas_;
 };
 
 /** A plugin that reads ResourceColumns: binds, unbinds and node events keep them. */

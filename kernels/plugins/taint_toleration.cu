@@ -74,6 +74,7 @@ class TaintToleration final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   void Prepare(const Snapshot& s) override {
     const int32_t n = s.num_nodes();
     offsets_.host.assign(n + 1, 0);

@@ -170,6 +170,7 @@ class VolumeBinding final : public engine::Plugin {
   // What Reserve assumed stays (the claims stay bound when the pod goes); the columns
   // are of storage objects and nodes.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   // PVs' node affinity reads node labels: the verdict tables built from them go (they are
   // built again on first use).
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {

@@ -38,6 +38,7 @@ class VolumeZone final : public engine::Plugin {
 
   // Columns of node objects only: nothing to undo.
   bool OnUnbind(const Pod&, NodeIndex, const Snapshot&) override { return true; }
+  bool FilterReadsPods() const override { return false; }
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
     for (int k = 0; k < plugins::kVzNumKeys; ++k) values_[k].Push(engine::kNoId);
     has_any_.Push(0);

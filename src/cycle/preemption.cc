@@ -16,6 +16,7 @@ namespace kplace::cycle {
 namespace {
 
 constexpr int64_t kNow = std::numeric_limits<int64_t>::max();  // a missing start time: "now"
+constexpr size_t kDryRunFirstBlock = 64;  // nodes handed to DryRunHost::Prefetch first
 
 // A potential victim with what MoreImportantVictim compares (§7.1).
 struct Ranked {
@@ -158,7 +159,7 @@ PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
   // Put q back; it stays when the pod still fits.
   auto reprieve = [&](const Ranked& q) {
     removed.erase(std::find(removed.begin(), removed.end(), q.pod));
-    if (host.Filter(pod, node, removed).IsSuccess()) return true;
+    if (host.Fits(pod, node, removed)) return true;
     removed.push_back(q.pod);
     victims.push_back(q);
     return false;
@@ -178,7 +179,16 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
   DryRunResult out;
   std::vector<Candidate> non_violating, violating;
   const size_t n = potential.size();
-  for (size_t i = 0; i < n; ++i) {
+  // The nodes go to the host in blocks of the visit order, doubling: a host that prepares
+  // them at once prepares at most about twice what is tried.
+  std::vector<int32_t> block;
+  for (size_t i = 0, next = 0; i < n; ++i) {
+    if (i == next) {
+      next = std::min(n, i + std::max<size_t>(kDryRunFirstBlock, i));
+      block.clear();
+      for (size_t k = i; k < next; ++k) block.push_back(potential[(static_cast<size_t>(offset) + k) % n]);
+      host.Prefetch(pod, block);
+    }
     int32_t node = potential[(static_cast<size_t>(offset) + i) % n];
     Candidate c;
     PluginStatus st = SelectVictimsOnNode(host, pod, node, pdbs, &c);
@@ -364,16 +374,12 @@ PostFilterResult PostFilter(DryRunHost& host, const Pod& pod, const NodeToStatus
 
 // ---- the reference host -----------------------------------------------------------------
 
-namespace {
-// Plugins with PreFilter AddPod/RemovePod extensions upstream: their PreFilter state counts
-// other pods, so it is computed again whenever the dry run changes a node's pods.
+// Their PreFilter state is computed again whenever the dry run changes a node's pods.
 bool PodDependentPreFilter(const std::string& name) {
   return name == "InterPodAffinity" || name == "PodTopologySpread" || name == "VolumeRestrictions";
 }
 
-// Whether adding or removing `changed` can change that plugin's PreFilter state for `pod`:
-// only pods its counts can see do (AddPod/RemovePod of any other pod leave it as it was).
-// Selectors are checked without matchLabelKeys, which only narrow them.
+// AddPod/RemovePod of any pod these miss leave the state as it was.
 bool StateSees(const std::string& name, const Pod& pod, const std::vector<const Pod*>& changed) {
   auto matches = [](const std::optional<LabelSelector>& sel, const Pod& q) {
     return sel && plugins::volume::LabelSelectorMatches(*sel, q.meta.labels);
@@ -404,7 +410,6 @@ bool StateSees(const std::string& name, const Pod& pod, const std::vector<const 
   }
   return false;
 }
-}  // namespace
 
 struct ReferenceDryRunHost::Impl {
   const reference::ClusterState& base;

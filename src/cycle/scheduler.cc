@@ -16,6 +16,7 @@
 #include "kplace/common/strings.h"
 #include "kplace/common/status.h"
 #include "kplace/cycle/batch.h"
+#include "kplace/cycle/engine_dry_run.h"
 #include "kplace/cycle/node_order.h"
 #include "kplace/cycle/preemption.h"
 #include "kplace/engine/framework.h"
@@ -80,6 +81,8 @@ class EngineEvaluator final : public Evaluator {
   EngineEvaluator(std::unique_ptr<engine::Framework> fw, bool chunked) : fw_(std::move(fw)), chunked_(chunked) {}
   const Profile& profile() const override { return fw_->profile(); }
   engine::Framework& framework() { return *fw_; }
+  /** The current pod's PreFilter result. */
+  const engine::PreFilterResult& pre_filter() const { return pre_; }
 
   PreFilterOutcome PreFilter(const Pod& pod) override {
     pre_ = fw_->PreFilter(pod);
@@ -723,7 +726,7 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, pre.status.Message(), {});
       out.unschedulable_plugins = SortedUnique(pre.rejectors);
       statuses.absent = pre.status;
-      return PostFilter(pod, ev_index, statuses, std::move(out));
+      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
 
     // A node's status for this pod: nominated pods that count there make the reference
@@ -844,7 +847,7 @@ class CycleScheduler final : public Scheduler {
         std::string plugin;
         statuses.nodes[objects().nodes[i].meta.name] = node_status(i, &plugin);
       }
-      return PostFilter(pod, ev_index, statuses, std::move(out));
+      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
     size_t chosen = 0;
     if (feasible.size() > 1) {
@@ -872,7 +875,7 @@ class CycleScheduler final : public Scheduler {
 
   // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
   // appends its message; a nomination is recorded and the victims start terminating.
-  Placement PostFilter(const Pod& pod, size_t ev_index, const NodeToStatus& statuses, Placement out) {
+  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, Placement out) {
     const Profile& profile = dry_[ev_index]->profile();
     const bool preemption = std::find(profile.post_filter.begin(), profile.post_filter.end(), "DefaultPreemption") !=
                             profile.post_filter.end();
@@ -880,7 +883,21 @@ class CycleScheduler final : public Scheduler {
       if (!profile.post_filter.empty() || Nomination(out.pod)) ClearNomination(pod);
       return out;
     }
-    std::unique_ptr<ReferenceDryRunHost> host = MakeHost(ev_index);
+    std::unique_ptr<DryRunHost> host;
+    if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && snapshot_) {
+      // The engine answers the dry run's filter calls it can (the pod's PreFilter is current).
+      std::vector<const Pod*> nominated;
+      for (const auto& [key, q] : nominated_) nominated.push_back(&q);
+      host = std::make_unique<EngineDryRunHost>(
+          engine_ev->framework(), engine_ev->pre_filter(), pod, *snapshot_,
+          [this](const std::string& name) {
+            auto it = node_index_.find(name);
+            return it == node_index_.end() ? -1 : static_cast<int32_t>(it->second);
+          },
+          std::move(nominated), [this, ev_index] { return std::unique_ptr<DryRunHost>(MakeHost(ev_index)); });
+    } else {
+      host = MakeHost(ev_index);
+    }
     PostFilterOptions options;
     options.args = profile.args.default_preemption;
     options.node_order = order_;

@@ -53,6 +53,12 @@ class DryRunHost {
    *  RunFilterPluginsWithNominatedPods runs it (nominated pods of priority >= the pod's
    *  counted on their node first). The first rejecting plugin's status, or Success. */
   virtual PluginStatus Filter(const Pod& pod, int32_t node, const std::vector<const Pod*>& removed) = 0;
+  /** Filter(pod, node, removed).IsSuccess(), which a host may tell without the status. */
+  virtual bool Fits(const Pod& pod, int32_t node, const std::vector<const Pod*>& removed) {
+    return Filter(pod, node, removed).IsSuccess();
+  }
+  /** The dry run will try `nodes` next, in this order (a host may prepare them at once). */
+  virtual void Prefetch(const Pod& /*pod*/, const std::vector<int32_t>& /*nodes*/) {}
   /** Whole filter chain runs so far (FORMAT.md's filterCalls). */
   virtual int64_t filter_calls() const = 0;
 };
@@ -163,6 +169,15 @@ PluginStatus PreEnqueue(const Pod& pod, bool async_preemption, const std::set<st
 /** FitError.Error()'s histogram over `statuses` for `num_all_nodes` nodes:
  *  "0/N nodes are available: <sorted counted reasons>." */
 std::string StatusesMessage(int32_t num_all_nodes, const NodeToStatus& statuses);
+
+/** Plugins with PreFilter AddPod/RemovePod extensions upstream: their PreFilter state counts
+ *  other pods (InterPodAffinity, PodTopologySpread, VolumeRestrictions). */
+bool PodDependentPreFilter(const std::string& plugin);
+
+/** Whether adding or removing the pods `changed` can change that plugin's PreFilter state
+ *  for `pod`: only pods its counts can see do (conservatively: selectors are matched
+ *  without namespaces and matchLabelKeys, which only narrow them). */
+bool StateSees(const std::string& plugin, const Pod& pod, const std::vector<const Pod*>& changed);
 
 /** A DryRunHost over the scalar reference: the filter chain is `filter` (name, plugin) in
  *  order, after the `pre_filter` plugins. PreFilter runs once for the pod; the plugins

@@ -118,6 +118,16 @@ class Framework {
   virtual void FilterNodes(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) = 0;
   /** Every Filter plugin's verdict code on every node, independently (explain, conform). */
   virtual std::vector<std::vector<VerdictCode>> FilterEach() = 0;
+  // Preemption's dry run (kplace/cycle/engine_dry_run.h), for the pod of the last PreFilter
+  // with no bind or unbind since:
+  /** Every Filter plugin's verdict on each listed node, each plugin on its own:
+   *  (*out)[j * filter_plugins().size() + f] for nodes[j]; plugins `pre` skips give 0. */
+  virtual void FilterEachOn(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes,
+                            std::vector<VerdictCode>* out) = 0;
+  /** Filter plugin `f`'s verdict on `node` if the pods `removed` (bound there) were gone,
+   *  given `current`, its verdict now (Plugin::FilterWithout); false when it cannot tell. */
+  virtual bool FilterWithout(int f, NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current,
+                             VerdictCode* code) = 0;
   /** The status that verdict `code` of filter plugin `plugin` stands for. */
   virtual PluginStatus Verdict(int plugin, VerdictCode code) const = 0;
 

@@ -115,6 +115,24 @@ class Plugin {
    *  Filter writes them. Returns false when the plugin only filters all nodes at once (the
    *  default); the framework then runs Filter and gathers. */
   virtual bool FilterNodes(const NodeIndex* /*nodes*/, int32_t /*count*/, VerdictCode* /*codes*/) { return false; }
+  /**
+   * Preemption's dry run (DefaultPreemption's SelectVictimsOnNode), for the pod of the last
+   * PreFilter with no bind or unbind since: the verdict Filter would give node `node` if the
+   * pods `removed` (bound there) were gone, where `current` is its verdict now. Host code over
+   * host state only (it runs for every node the dry run tries, on either backend). False
+   * when the plugin cannot tell in place; the dry run then runs that node's filter chain on
+   * the reference. Not asked of the plugins whose PreFilter state counts the cluster's pods
+   * (InterPodAffinity, PodTopologySpread, VolumeRestrictions): the dry run keeps their
+   * verdict when the removed pods cannot change that state and asks the reference otherwise.
+   * Nor of plugins whose verdict reads no pods (FilterReadsPods): theirs stays. Default false.
+   */
+  virtual bool FilterWithout(NodeIndex /*node*/, const std::vector<const Pod*>& /*removed*/, VerdictCode /*current*/,
+                             const Snapshot&, VerdictCode* /*code*/) {
+    return false;
+  }
+  /** False when no Filter verdict of this plugin depends on which pods a node holds (only
+   *  on its Node object and on other kinds of objects). Default true. */
+  virtual bool FilterReadsPods() const { return true; }
 };
 
 using PluginFactory = std::function<std::unique_ptr<Plugin>(const PluginArgs&, const FeatureGates&,
