@@ -2,6 +2,7 @@
 // affinity cost sweep.
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -10,10 +11,12 @@
 #include <string>
 #include <thread>
 
+#include "kplace/bench/perf_config.h"
 #include "kplace/bench/runner.h"
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
+#include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/engine/framework.h"
 
@@ -204,6 +207,55 @@ int RunSweep(const std::string& sweep, const std::string& csv, const std::string
   return 0;
 }
 
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return out;
+}
+
+bool Listed(const std::vector<std::string>& list, const std::string& name) {
+  return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// The runs: built-in or file workloads (--workload, --variant applied), or a scheduler_perf
+// config's (test case, workload) pairs picked by --workload, --variant and --label-filter.
+absl::StatusOr<std::vector<bench::Workload>> SelectWorkloads(const std::string& config, const std::string& workload,
+                                                             const std::string& variant, const std::string& labels) {
+  std::vector<bench::Workload> out;
+  if (!config.empty()) {
+    KPLACE_ASSIGN_OR_RETURN(std::vector<bench::Workload> all, bench::LoadPerfConfig(config));
+    const std::vector<std::string> cases = SplitCommas(workload), names = SplitCommas(variant);
+    for (bench::Workload& w : all) {
+      if (Listed(cases, w.name) && Listed(names, w.variant) && bench::LabelsSelected(labels, w.variants[0].labels)) {
+        out.push_back(std::move(w));
+      }
+    }
+    if (out.empty()) {
+      return absl::NotFoundError(StrCat(config, ": no workload matches --workload \"", workload, "\", --variant \"",
+                                        variant, "\" and --label-filter \"", labels, "\""));
+    }
+    return out;
+  }
+  std::vector<std::string> names;
+  if (workload == "all") {
+    names = bench::BuiltinWorkloads();
+  } else {
+    names.push_back(workload.empty() ? "SchedulingBasic" : workload);
+  }
+  for (const std::string& name : names) {
+    KPLACE_ASSIGN_OR_RETURN(bench::Workload w, bench::LoadWorkload(name));
+    if (!variant.empty()) KPLACE_RETURN_IF_ERROR(bench::ApplyVariant(w, variant));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunBench(int argc, char** argv) {
@@ -214,8 +266,10 @@ int RunBench(int argc, char** argv) {
               "sample window: average, p50, p90, p95, p99), per-pod latency, memory and the engine/reference\n"
               "ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init pods, 1,000 measured pods).\n"
               "--sweep affinity measures per-pod cost of inter-pod (anti-)affinity as existing pods and nodes grow.");
-  std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name, a workload YAML file, or \"all\"");
-  std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list)");
+  std::string& workload = flags.String("workload", "", "built-in workload name, a workload YAML file, or \"all\" (default SchedulingBasic); with --config: the test case(s) to run, comma-separated (default all)");
+  std::string& config_file = flags.String("config", "", "scheduler_perf's performance-config.yaml: run its test cases (each workload a run; templates by path from the file's directory)");
+  std::string& label_filter = flags.String("label-filter", "", "with --config: scheduler_perf's label filter, e.g. performance or integration-test,-performance (default: every workload)");
+  std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list); with --config: the workloads to run, comma-separated");
   int64_t& nodes = flags.Int("nodes", 0, "node count: picks the workload's <N>Nodes variant (500, 5000, 15000), else only sets the node count");
   int64_t& pods = flags.Int("pods", -1, "override the number of measured pods (with --sweep: pods per point and side, default 50)");
   int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods in each init group");
@@ -234,6 +288,24 @@ int RunBench(int argc, char** argv) {
   bool& verify = flags.Bool("verify", "engine: also replay the measured phase (pods and churn events) per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
+  if (list && !config_file.empty()) {
+    auto runs = SelectWorkloads(config_file, workload, variant, label_filter);
+    if (!runs.ok()) {
+      std::fprintf(stderr, "kplace bench: %s\n", std::string(runs.status().message()).c_str());
+      return 1;
+    }
+    for (const bench::Workload& w : *runs) {
+      const bench::Variant& v = w.variants[0];
+      std::string labels;
+      for (const std::string& l : v.labels) labels += (labels.empty() ? "" : ",") + l;
+      std::printf("%s/%s: nodes %d, measured %d (namespace %s)", w.name.c_str(), v.name.c_str(), v.nodes, v.measured,
+                  w.metrics_name.c_str());
+      if (v.threshold) std::printf(", threshold %g pods/s", *v.threshold);
+      if (!labels.empty()) std::printf(", labels %s", labels.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
   if (list) {
     for (const auto& n : bench::BuiltinWorkloads()) {
       auto w = bench::LoadWorkload(n);
@@ -257,7 +329,7 @@ int RunBench(int argc, char** argv) {
   engine::Backend be;
   if (!ParseBackend(backend, &be)) return 2;
   // --workload all keeps to about ten minutes at 5,000 nodes (22 workloads).
-  double budget_s = !sweep.empty() ? 2 : workload == "all" ? 15 : 40, window_s = 0;
+  double budget_s = !sweep.empty() ? 2 : workload == "all" || !config_file.empty() ? 15 : 40, window_s = 0;
   if (!budget.empty() && !ParseSeconds("reference-budget", budget, &budget_s)) return 2;
   if (!ParseSeconds("window", window, &window_s)) return 2;
 
@@ -265,12 +337,6 @@ int RunBench(int argc, char** argv) {
     return RunSweep(sweep, csv, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
   }
 
-  std::vector<std::string> names;
-  if (workload == "all") {
-    names = bench::BuiltinWorkloads();
-  } else {
-    names.push_back(workload);
-  }
   if (batch < 1 || batch > INT32_MAX) {
     std::fprintf(stderr, "kplace bench: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
     return 2;
@@ -288,20 +354,16 @@ int RunBench(int argc, char** argv) {
   };
   std::printf("kplace bench: backend %s, batch %d; machine: %s\n", engine::BackendName(be), options.batch,
               MachineLine().c_str());
+  auto runs = SelectWorkloads(config_file, workload, variant, label_filter);
+  if (!runs.ok()) {
+    std::fprintf(stderr, "kplace bench: %s\n", std::string(runs.status().message()).c_str());
+    return 1;
+  }
   std::vector<bench::BenchResult> results;
   int rc = 0, reference_failed = 0, verify_failed = 0;
-  for (const std::string& name : names) {
-    auto w = bench::LoadWorkload(name);
-    if (!w.ok()) {
-      std::fprintf(stderr, "kplace bench: %s\n", std::string(w.status().message()).c_str());
-      return 1;
-    }
-    if (!variant.empty()) {
-      if (absl::Status s = bench::ApplyVariant(*w, variant); !s.ok()) {
-        std::fprintf(stderr, "kplace bench: %s\n", std::string(s.message()).c_str());
-        return 1;
-      }
-    }
+  for (bench::Workload& one : *runs) {
+    bench::Workload* w = &one;
+    const std::string name = StrCat(w->name, "/", w->variant);
     if (nodes > 0 && !bench::SelectNodes(*w, static_cast<int32_t>(nodes))) {
       std::printf("note: %s has no %lld-node variant; kept the %s pod counts\n", w->name.c_str(),
                   static_cast<long long>(nodes), w->variant.c_str());
@@ -317,6 +379,11 @@ int RunBench(int argc, char** argv) {
     if (!r.ok()) {
       std::fprintf(stderr, "kplace bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
       return 1;
+    }
+    if (!r->ignored_gates.empty()) {
+      std::string gates;
+      for (const std::string& g : r->ignored_gates) gates += (gates.empty() ? "" : ", ") + g;
+      std::printf("note: feature gates kplace does not model (no placement changes) left out: %s\n", gates.c_str());
     }
     PrintResult(*r, options);
     if (r->verified) {
