@@ -139,7 +139,7 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
       if (fresh) h->second = Histogram::Exponential(0.001, 2, 15);
       h->second.Observe(Seconds(t1 - t0));
     }
-    if (bench.progress && t1 - last_report > std::chrono::seconds(2)) {
+    if (bench.progress && Seconds(t1 - last_report) > bench.progress_interval_seconds) {
       bench.progress(stats->side, std::min(tried, total), total);
       last_report = t1;
     }
@@ -522,10 +522,9 @@ Histogram Histogram::Exponential(double start, double factor, int n) {
 
 void Histogram::Observe(double seconds) {
   if (counts.size() != bounds.size() + 1) counts.assign(bounds.size() + 1, 0);
-  for (size_t b = 0; b < bounds.size(); ++b) {
-    if (seconds <= bounds[b]) ++counts[b];
-  }
-  ++counts.back();
+  // The first bound >= seconds (le buckets); past the last, +Inf. Inside the timed loop: one
+  // binary search, no cumulative update.
+  ++counts[std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin()];
   sum += seconds;
   ++count;
 }
@@ -534,17 +533,19 @@ double Histogram::Quantile(double q) const {
   if (count == 0 || counts.size() != bounds.size() + 1) return std::nan("");
   if (q < 0) return -INFINITY;
   if (q > 1) return INFINITY;
-  const double rank = q * static_cast<double>(counts.back());
+  std::vector<double> cumulative(counts.size());
+  std::partial_sum(counts.begin(), counts.end(), cumulative.begin());
+  const double rank = q * cumulative.back();
   // The first bucket whose cumulative count reaches the rank (+Inf is the last).
   size_t b = 0;
-  while (b < bounds.size() && static_cast<double>(counts[b]) < rank) ++b;
+  while (b < bounds.size() && cumulative[b] < rank) ++b;
   if (b == bounds.size()) return bounds.empty() ? std::nan("") : bounds.back();
   if (b == 0 && bounds[0] <= 0) return bounds[0];
-  double start = 0, in_bucket = static_cast<double>(counts[b]), r = rank;
+  double start = 0, in_bucket = cumulative[b], r = rank;
   if (b > 0) {
     start = bounds[b - 1];
-    in_bucket -= static_cast<double>(counts[b - 1]);
-    r -= static_cast<double>(counts[b - 1]);
+    in_bucket -= cumulative[b - 1];
+    r -= cumulative[b - 1];
   }
   return start + (bounds[b] - start) * (r / in_bucket);
 }

@@ -1,6 +1,10 @@
 // `kplace bench`: scheduler_perf-style workloads, engine vs reference in one run, and the
 // affinity cost sweep.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -10,8 +14,12 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
+
+extern char** environ;
 
 #include "kplace/bench/perf_config.h"
+#include "kplace/bench/progress.h"
 #include "kplace/bench/runner.h"
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
@@ -166,8 +174,91 @@ void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options
   }
 }
 
-int RunSweep(const std::string& sweep, const std::string& csv, const std::string& nodes_list,
-             const std::string& existing_list, int64_t pods, double budget, engine::Backend be, bool no_reference) {
+// The python3 that has matplotlib: KPLACE_PYTHON, else Debian's /usr/bin/python3 (where
+// tools/setup installs python3-matplotlib), else python3 on PATH.
+std::string Python() {
+  if (const char* p = std::getenv("KPLACE_PYTHON"); p && *p) return p;
+  if (access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+// tools/plot_affinity.py: KPLACE_TOOLS_DIR, else tools/ beside or above the binary's
+// directory (build/kplace in a checkout).
+std::string PlotScript() {
+  if (const char* d = std::getenv("KPLACE_TOOLS_DIR"); d && *d) return StrCat(d, "/plot_affinity.py");
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
+  dir = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate : {StrCat(dir, "/tools/plot_affinity.py"), StrCat(dir, "/../tools/plot_affinity.py")}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return StrCat(dir, "/../tools/plot_affinity.py");
+}
+
+// Runs argv (no shell); its exit status, or -1 when it could not start.
+int Spawn(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// The value in `values` closest to `want` (the panels the plot draws must exist in the grid).
+template <typename T>
+T Closest(const std::vector<T>& values, T want) {
+  T best = values.empty() ? want : values[0];
+  for (T v : values) {
+    if (std::llabs(static_cast<long long>(v) - static_cast<long long>(want)) <
+        std::llabs(static_cast<long long>(best) - static_cast<long long>(want))) {
+      best = v;
+    }
+  }
+  return best;
+}
+
+int Plot(const bench::SweepOptions& options, const std::string& csv, const std::string& png) {
+  const std::string python = Python(), script = PlotScript();
+  if (Spawn({python, "-c", "import sys"}, true) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s cannot be run (install python3, or set KPLACE_PYTHON)\n",
+                 python.c_str());
+    return 1;
+  }
+  if (Spawn({python, "-c", "import matplotlib, numpy"}, true) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s has no matplotlib/numpy (tools/setup installs python3-matplotlib; "
+                 "or set KPLACE_PYTHON to a python3 that has them); the CSV is in %s\n", python.c_str(), csv.c_str());
+    return 1;
+  }
+  if (access(script.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s not found (set KPLACE_TOOLS_DIR to the checkout's tools/)\n",
+                 script.c_str());
+    return 1;
+  }
+  const int32_t nodes = Closest(options.nodes, 5000);
+  const int64_t existing = Closest(options.existing, static_cast<int64_t>(10000));
+  int rc = Spawn({python, script, csv, png, "--nodes", StrCat(nodes), "--existing", StrCat(existing)}, false);
+  if (rc != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s exited with %d\n", script.c_str(), rc);
+    return 1;
+  }
+  return 0;
+}
+
+int RunSweep(const std::string& sweep, const std::string& csv_flag, const std::string& plot,
+             const std::string& kinds, const std::string& nodes_list, const std::string& existing_list, int64_t pods,
+             double budget, engine::Backend be, bool no_reference) {
   if (sweep != "affinity") {
     std::fprintf(stderr, "kplace bench: --sweep: unknown sweep \"%s\" (known: affinity)\n", sweep.c_str());
     return 2;
@@ -179,18 +270,38 @@ int RunSweep(const std::string& sweep, const std::string& csv, const std::string
   if (pods > 0) options.pods = static_cast<int32_t>(pods);
   if (!nodes_list.empty() && !ParseList("sweep-nodes", nodes_list, &options.nodes)) return 2;
   if (!existing_list.empty() && !ParseList("sweep-existing", existing_list, &options.existing)) return 2;
-  std::printf("affinity cost sweep: %zu node counts x %zu existing-pod counts x %zu kinds, %d pods per point; "
+  if (!kinds.empty()) {
+    auto k = bench::ParseSweepKinds(kinds);
+    if (!k.ok()) {
+      std::fprintf(stderr, "kplace bench: %s\n", std::string(k.status().message()).c_str());
+      return 2;
+    }
+    options.kinds = *k;
+  }
+  if (!plot.empty() && (plot.size() < 5 || plot.compare(plot.size() - 4, 4, ".png") != 0)) {
+    std::fprintf(stderr, "kplace bench: --plot: expected a .png file name, got \"%s\"\n", plot.c_str());
+    return 2;
+  }
+  // --plot without --csv keeps the points beside the plot.
+  const std::string csv = !csv_flag.empty() || plot.empty() ? csv_flag : plot.substr(0, plot.size() - 4) + ".csv";
+  std::printf("cost sweep: %zu node counts x %zu existing-pod counts x %zu kinds, %d pods per point; "
               "reference capped at %.1f s per point (points predicted over the budget are skipped)\n",
               options.nodes.size(), options.existing.size(), options.kinds.size(), options.pods, budget);
   std::printf("machine: %s\n", MachineLine().c_str());
   std::printf("%-24s %-9s %6s %8s %5s %10s %10s %10s %8s  %s\n", "kind", "side", "nodes", "existing", "pods",
               "mean ms", "p50 ms", "first ms", "setup s", "note");
-  options.on_point = [](const bench::SweepPoint& p) {
+  bench::ProgressLine progress;
+  options.progress = [&progress](int64_t done, int64_t total) {
+    if (progress.tty()) progress.Update("sweep", done, total, "points");  // plain output has a row per point already
+  };
+  options.on_point = [&progress](const bench::SweepPoint& p) {
+    progress.Clear();
     std::printf("%-24s %-9s %6d %8lld %5d %10.3f %10.3f %10.3f %8.2f  %s\n", p.kind.c_str(), p.side.c_str(), p.nodes,
                 static_cast<long long>(p.existing), p.pods, p.mean_ms, p.p50_ms, p.first_ms, p.setup_s, p.note.c_str());
     std::fflush(stdout);
   };
   auto points = bench::RunAffinitySweep(options);
+  progress.Clear();
   if (!points.ok()) {
     std::fprintf(stderr, "kplace bench: %s\n", std::string(points.status().message()).c_str());
     return 1;
@@ -203,6 +314,10 @@ int RunSweep(const std::string& sweep, const std::string& csv, const std::string
       return 1;
     }
     std::printf("wrote %s\n", csv.c_str());
+  }
+  if (!plot.empty()) {
+    std::fflush(stdout);
+    return Plot(options, csv, plot);
   }
   return 0;
 }
@@ -281,6 +396,8 @@ int RunBench(int argc, char** argv) {
   bool& list = flags.Bool("list", "list the built-in workloads and their variants, then exit");
   std::string& sweep = flags.String("sweep", "", "run a cost sweep instead of a workload: affinity");
   std::string& csv = flags.String("csv", "", "with --sweep: write the points as CSV to this file");
+  std::string& plot = flags.String("plot", "", "with --sweep: draw the points to this PNG (tools/plot_affinity.py, python3 with matplotlib; the CSV goes beside it unless --csv)");
+  std::string& kinds = flags.String("kinds", "", "with --sweep: term shapes, comma-separated: none, required-affinity, required-anti(-affinity), preferred-affinity, preferred-anti(-affinity), required-spread, preferred-spread, all (default: the four affinity kinds and none)");
   std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
@@ -334,7 +451,7 @@ int RunBench(int argc, char** argv) {
   if (!ParseSeconds("window", window, &window_s)) return 2;
 
   if (!sweep.empty()) {
-    return RunSweep(sweep, csv, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
+    return RunSweep(sweep, csv, plot, kinds, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
   }
 
   if (batch < 1 || batch > INT32_MAX) {
@@ -349,8 +466,11 @@ int RunBench(int argc, char** argv) {
   options.verify = verify;
   options.reference_budget_seconds = budget_s;
   options.window_seconds = window_s;
-  options.progress = [](const std::string& side, int64_t done, int64_t total) {
-    std::fprintf(stderr, "  %s: %lld/%lld pods\n", side.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+  // A bar on a terminal, plain lines every 2 s elsewhere; cleared before each result prints.
+  bench::ProgressLine progress;
+  options.progress_interval_seconds = progress.interval_seconds();
+  options.progress = [&progress](const std::string& side, int64_t done, int64_t total) {
+    progress.Update(side, done, total);
   };
   std::printf("kplace bench: backend %s, batch %d; machine: %s\n", engine::BackendName(be), options.batch,
               MachineLine().c_str());
@@ -376,6 +496,7 @@ int RunBench(int argc, char** argv) {
     std::fprintf(stderr, "kplace bench: %s/%s: %d nodes, %d measured pods\n", w->name.c_str(), w->variant.c_str(),
                  w->num_nodes, w->measured.count);
     auto r = bench::RunWorkload(*w, options);
+    progress.Clear();
     if (!r.ok()) {
       std::fprintf(stderr, "kplace bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
       return 1;

@@ -25,11 +25,11 @@ struct Throughput {
   int64_t samples = 0;        // samples recorded (0: the buckets hold the overall rate)
 };
 
-/** A Prometheus histogram as kube-scheduler's metrics keep one: cumulative counts per upper
- *  bound (seconds) plus +Inf, a sum and a count. */
+/** A Prometheus histogram as kube-scheduler's metrics keep one: counts per bucket (upper
+ *  bounds in seconds, then +Inf), a sum and a count. */
 struct Histogram {
   std::vector<double> bounds;     // upper bounds, ascending (the +Inf bucket is implied)
-  std::vector<int64_t> counts;    // observations <= bounds[i]; counts.back() is +Inf's
+  std::vector<int64_t> counts;    // observations in (bounds[i-1], bounds[i]]; counts.back(): past the last
   double sum = 0;
   int64_t count = 0;
   /** component-base's metrics.ExponentialBuckets(start, factor, n). */
@@ -114,8 +114,9 @@ struct BenchOptions {
   /** Throughput sample window; 0 picks scheduler_perf's 1 s when the phase lasts at least
    *  10 s, else the largest 1-2-5 step that gives at least 10 windows. */
   double window_seconds = 0;
-  /** Called with (phase, done, total) about every 2 s; may be empty. */
+  /** Called with (phase, done, total) about every progress_interval_seconds; may be empty. */
   std::function<void(const std::string&, int64_t, int64_t)> progress;
+  double progress_interval_seconds = 2;
 };
 
 /** What a measured phase holds besides its pods: pods the init phase left pending (queued
