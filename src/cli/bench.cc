@@ -380,7 +380,14 @@ int RunBench(int argc, char** argv) {
               "mismatch exits 1), and reports SchedulingThroughput as scheduler_perf computes it (pods/s per\n"
               "sample window: average, p50, p90, p95, p99), per-pod latency, memory and the engine/reference\n"
               "ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init pods, 1,000 measured pods).\n"
-              "--sweep affinity measures per-pod cost of inter-pod (anti-)affinity as existing pods and nodes grow.");
+              "--sweep affinity measures per-pod cost of pod term shapes as existing pods and nodes grow.\n"
+              "On a terminal a one-line progress bar runs on stderr (plain lines every 2 s otherwise).\n"
+              "Examples:\n"
+              "  kplace bench --config tests/bench/testdata/scheduler_perf/misc/performance-config.yaml \\\n"
+              "      --label-filter integration-test --json out.json    # upstream's own config file\n"
+              "  kplace bench --workload SchedulingPodAffinity --nodes 500 --json out.json   # DataItems as perf-dash reads them\n"
+              "  kplace bench --sweep affinity --kinds required-anti,preferred-affinity,required-spread \\\n"
+              "      --sweep-nodes 500,5000 --sweep-existing 0,1000 --plot sweep.png");
   std::string& workload = flags.String("workload", "", "built-in workload name, a workload YAML file, or \"all\" (default SchedulingBasic); with --config: the test case(s) to run, comma-separated (default all)");
   std::string& config_file = flags.String("config", "", "scheduler_perf's performance-config.yaml: run its test cases (each workload a run; templates by path from the file's directory)");
   std::string& label_filter = flags.String("label-filter", "", "with --config: scheduler_perf's label filter, e.g. performance or integration-test,-performance (default: every workload)");
