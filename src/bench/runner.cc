@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 
 #include "kplace/common/status.h"
@@ -130,9 +131,15 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
       if (!p.node.empty()) {
         ++stats->scheduled;
         done.push_back(at);
+        stats->sli_seconds.Observe(at);
       }
+      // kube-scheduler's result label: a placed pod, an internal error, else unschedulable.
+      const char* result = !p.node.empty() ? "scheduled" : p.code == Code::kError ? "error" : "unschedulable";
+      auto [h, fresh] = stats->attempt_seconds.try_emplace(result);
+      if (fresh) h->second = Histogram::Exponential(0.001, 2, 15);
+      h->second.Observe(Seconds(t1 - t0));
     }
-    if (bench.progress && t1 - last_report > std::chrono::seconds(2)) {
+    if (bench.progress && Seconds(t1 - last_report) > bench.progress_interval_seconds) {
       bench.progress(stats->side, std::min(tried, total), total);
       last_report = t1;
     }
@@ -407,7 +414,21 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   cycle::Options engine_options;
   engine_options.backend = options.backend;
   engine_options.batch = options.batch;
-  engine_options.gates = options.gates;
+  // The variant's featureGates (scheduler_perf's), then --feature-gates over them.
+  result.metrics_name = w.metrics_name;
+  FeatureGates gates;
+  if (const Variant* v = w.FindVariant(w.variant)) {
+    for (const auto& [gate, on] : v->feature_gates) {
+      if (KnownFeatureGates().count(gate)) {
+        gates.overrides[gate] = on;
+        result.applied_gates[gate] = on;
+      } else {
+        result.ignored_gates.push_back(gate);
+      }
+    }
+  }
+  for (const auto& [gate, on] : options.gates.overrides) gates.overrides[gate] = on;
+  engine_options.gates = gates;
   result.batch = options.batch;
   int64_t creation = 0;
   Phase phase;
@@ -463,7 +484,7 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   if (options.run_reference) {
     cycle::Options ref_options;
     ref_options.reference = true;
-    ref_options.gates = options.gates;
+    ref_options.gates = gates;
     result.reference.side = "reference";
     result.reference.backend = "reference";
     KPLACE_ASSIGN_OR_RETURN(Measured ref_run,
@@ -492,13 +513,66 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   return result;
 }
 
+Histogram Histogram::Exponential(double start, double factor, int n) {
+  Histogram h;
+  for (int i = 0; i < n; ++i) h.bounds.push_back(start * std::pow(factor, i));
+  h.counts.assign(h.bounds.size() + 1, 0);
+  return h;
+}
+
+void Histogram::Observe(double seconds) {
+  if (counts.size() != bounds.size() + 1) counts.assign(bounds.size() + 1, 0);
+  // The first bound >= seconds (le buckets); past the last, +Inf. Inside the timed loop: one
+  // binary search, no cumulative update.
+  ++counts[std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin()];
+  sum += seconds;
+  ++count;
+}
+
+double Histogram::Quantile(double q) const {
+  if (count == 0 || counts.size() != bounds.size() + 1) return std::nan("");
+  if (q < 0) return -INFINITY;
+  if (q > 1) return INFINITY;
+  std::vector<double> cumulative(counts.size());
+  std::partial_sum(counts.begin(), counts.end(), cumulative.begin());
+  const double rank = q * cumulative.back();
+  // The first bucket whose cumulative count reaches the rank (+Inf is the last).
+  size_t b = 0;
+  while (b < bounds.size() && cumulative[b] < rank) ++b;
+  if (b == bounds.size()) return bounds.empty() ? std::nan("") : bounds.back();
+  if (b == 0 && bounds[0] <= 0) return bounds[0];
+  double start = 0, in_bucket = cumulative[b], r = rank;
+  if (b > 0) {
+    start = bounds[b - 1];
+    in_bucket -= cumulative[b - 1];
+    r -= cumulative[b - 1];
+  }
+  return start + (bounds[b] - start) * (r / in_bucket);
+}
+
 nlohmann::json DataItems(const std::vector<BenchResult>& results) {
   using json = nlohmann::json;
   json items = json::array();
+  // collectHistogramVec: the quantiles and mean in ms.
+  auto histogram = [&](const Histogram& h, const std::string& metric, json labels) {
+    if (h.count == 0) return;  // upstream drops a histogram without samples
+    labels["Metric"] = metric;
+    items.push_back({{"data",
+                      {{"Perc50", h.Quantile(0.50) * 1000},
+                       {"Perc90", h.Quantile(0.90) * 1000},
+                       {"Perc95", h.Quantile(0.95) * 1000},
+                       {"Perc99", h.Quantile(0.99) * 1000},
+                       {"Average", h.Average() * 1000}}},
+                     {"unit", "ms"},
+                     {"labels", labels}});
+  };
   for (const BenchResult& r : results) {
     for (const RunStats* s : {&r.engine, &r.reference}) {
       if (s->backend.empty()) continue;
-      json labels = {{"Name", StrCat(r.workload, "/", r.variant)}, {"backend", s->backend}};
+      // scheduler_perf: the test's name (BenchmarkPerfScheduling/<test case>/<workload>) and
+      // the measured op's namespace.
+      json labels = {{"Name", StrCat("BenchmarkPerfScheduling/", r.workload, "/", r.variant, "/", r.metrics_name)},
+                     {"backend", s->backend}};
       json t = labels;
       t["Metric"] = "SchedulingThroughput";
       items.push_back({{"data",
@@ -512,16 +586,25 @@ nlohmann::json DataItems(const std::vector<BenchResult>& results) {
       json d = labels;
       d["Metric"] = "SchedulingDuration";
       items.push_back({{"data", {{"Duration", s->seconds}}}, {"unit", "s"}, {"labels", d}});
-      json a = labels;
-      a["Metric"] = "scheduler_scheduling_attempt_duration_seconds";
-      items.push_back({{"data",
-                        {{"Average", s->mean_us / 1000},
-                         {"Perc50", s->p50_us / 1000},
-                         {"Perc90", s->p90_us / 1000},
-                         {"Perc95", s->p95_us / 1000},
-                         {"Perc99", s->p99_us / 1000}}},
-                       {"unit", "ms"},
-                       {"labels", a}});
+      for (const char* result : {"scheduled", "unschedulable", "error"}) {
+        auto it = s->attempt_seconds.find(result);
+        if (it == s->attempt_seconds.end()) continue;
+        json a = labels;
+        a["result"] = result;
+        histogram(it->second, "scheduler_scheduling_attempt_duration_seconds", a);
+      }
+      histogram(s->sli_seconds, "scheduler_pod_scheduling_sli_duration_seconds", labels);
+    }
+  }
+  // dataItems2JSONFile: a label any item has is "not applicable" on the items without it.
+  // Upstream's default collectors label every item with these once any histogram is kept.
+  std::set<std::string> keys = {"extension_point", "result"};
+  for (const json& item : items) {
+    for (auto it = item["labels"].begin(); it != item["labels"].end(); ++it) keys.insert(it.key());
+  }
+  for (json& item : items) {
+    for (const std::string& k : keys) {
+      if (!item["labels"].contains(k)) item["labels"][k] = "not applicable";
     }
   }
   return json{{"version", "v1"}, {"dataItems", items}};

@@ -157,6 +157,47 @@ std::vector<SweepKind> AffinitySweepKinds() {
           SweepKind::kPreferredAffinity, SweepKind::kPreferredAntiAffinity};
 }
 
+std::vector<SweepKind> AllSweepKinds() {
+  return {SweepKind::kNone,          SweepKind::kRequiredAffinity,       SweepKind::kRequiredAntiAffinity,
+          SweepKind::kPreferredAffinity, SweepKind::kPreferredAntiAffinity, SweepKind::kRequiredSpread,
+          SweepKind::kPreferredSpread};
+}
+
+absl::StatusOr<std::vector<SweepKind>> ParseSweepKinds(const std::string& list) {
+  std::vector<SweepKind> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    const std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    if (item == "all") {
+      out = AllSweepKinds();
+      continue;
+    }
+    bool found = false;
+    for (SweepKind k : AllSweepKinds()) {
+      const std::string name = SweepKindName(k);
+      // required-anti-affinity also answers to required-anti.
+      const std::string short_name = name.size() > 9 && name.compare(name.size() - 9, 9, "-affinity") == 0 &&
+                                             name.find("anti") != std::string::npos
+                                         ? name.substr(0, name.size() - 9)
+                                         : name;
+      if (item == name || item == short_name) {
+        if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string known;
+      for (SweepKind k : AllSweepKinds()) known += StrCat(known.empty() ? "" : ", ", SweepKindName(k));
+      return absl::InvalidArgumentError(StrCat("--kinds: unknown kind \"", item, "\" (known: ", known,
+                                               "; required-anti and preferred-anti for short; all)"));
+    }
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--kinds: expected at least one kind");
+  return out;
+}
+
 absl::StatusOr<ObjectSet> SweepCluster(SweepKind kind, int32_t nodes, int64_t existing) {
   ObjectSet out;
   json node = {{"metadata", {{"name", "template"}, {"labels", {{"kubernetes.io/hostname", "template"},
@@ -226,9 +267,12 @@ absl::StatusOr<std::vector<SweepPoint>> RunAffinitySweep(const SweepOptions& opt
   std::vector<int64_t> existing_counts = options.existing;
   std::sort(node_counts.begin(), node_counts.end());
   std::sort(existing_counts.begin(), existing_counts.end());
+  const int64_t grid = static_cast<int64_t>(node_counts.size() * existing_counts.size() * options.kinds.size());
+  int64_t points = 0;
   for (int32_t nodes : node_counts) {
     for (int64_t existing : existing_counts) {
       for (SweepKind kind : options.kinds) {
+        if (options.progress) options.progress(points++, grid);
         const std::string name = SweepKindName(kind);
         KPLACE_ASSIGN_OR_RETURN(ObjectSet cluster, SweepCluster(kind, nodes, existing));
         KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> pods, SweepPods(kind, options.pods, existing));
@@ -277,6 +321,7 @@ absl::StatusOr<std::vector<SweepPoint>> RunAffinitySweep(const SweepOptions& opt
       }
     }
   }
+  if (options.progress) options.progress(grid, grid);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <unordered_set>
 
+#include "kplace/bench/perf_config.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
@@ -867,6 +868,7 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   }
   if (w.measured.heterogeneous) KPLACE_RETURN_IF_ERROR(ResolveMix(w.node_groups, file, &*w.measured.heterogeneous));
   KPLACE_RETURN_IF_ERROR(CheckDecodes(w, file));
+  w.metrics_name = w.measured.Namespaces().empty() ? w.measured.namespace_ : w.measured.Namespaces()[0];
   return w;
 }
 
@@ -993,6 +995,12 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, name_or_path));
   if (docs.size() != 1) return Bad(name_or_path, "workload", "expected one document");
+  if (IsPerfConfig(docs[0])) {  // scheduler_perf's format: fine when it holds one workload
+    KPLACE_ASSIGN_OR_RETURN(std::vector<Workload> all, DecodePerfConfig(docs[0], name_or_path));
+    if (all.size() == 1) return std::move(all[0]);
+    return Bad(name_or_path, "workload",
+               StrCat("a scheduler_perf config with ", all.size(), " workloads: run it with --config"));
+  }
   return DecodeWorkloadSpec(docs[0], name_or_path);
 }
 

@@ -1,7 +1,12 @@
 // `kplace bench`: scheduler_perf-style workloads, engine vs reference in one run, and the
 // affinity cost sweep.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,11 +14,17 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
+extern char** environ;
+
+#include "kplace/bench/perf_config.h"
+#include "kplace/bench/progress.h"
 #include "kplace/bench/runner.h"
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
+#include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/engine/framework.h"
 
@@ -163,8 +174,91 @@ void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options
   }
 }
 
-int RunSweep(const std::string& sweep, const std::string& csv, const std::string& nodes_list,
-             const std::string& existing_list, int64_t pods, double budget, engine::Backend be, bool no_reference) {
+// The python3 that has matplotlib: KPLACE_PYTHON, else Debian's /usr/bin/python3 (where
+// tools/setup installs python3-matplotlib), else python3 on PATH.
+std::string Python() {
+  if (const char* p = std::getenv("KPLACE_PYTHON"); p && *p) return p;
+  if (access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+// tools/plot_affinity.py: KPLACE_TOOLS_DIR, else tools/ beside or above the binary's
+// directory (build/kplace in a checkout).
+std::string PlotScript() {
+  if (const char* d = std::getenv("KPLACE_TOOLS_DIR"); d && *d) return StrCat(d, "/plot_affinity.py");
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string(".");
+  dir = dir.substr(0, dir.rfind('/'));
+  for (const std::string& candidate : {StrCat(dir, "/tools/plot_affinity.py"), StrCat(dir, "/../tools/plot_affinity.py")}) {
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return StrCat(dir, "/../tools/plot_affinity.py");
+}
+
+// Runs argv (no shell); its exit status, or -1 when it could not start.
+int Spawn(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// The value in `values` closest to `want` (the panels the plot draws must exist in the grid).
+template <typename T>
+T Closest(const std::vector<T>& values, T want) {
+  T best = values.empty() ? want : values[0];
+  for (T v : values) {
+    if (std::llabs(static_cast<long long>(v) - static_cast<long long>(want)) <
+        std::llabs(static_cast<long long>(best) - static_cast<long long>(want))) {
+      best = v;
+    }
+  }
+  return best;
+}
+
+int Plot(const bench::SweepOptions& options, const std::string& csv, const std::string& png) {
+  const std::string python = Python(), script = PlotScript();
+  if (Spawn({python, "-c", "import sys"}, true) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s cannot be run (install python3, or set KPLACE_PYTHON)\n",
+                 python.c_str());
+    return 1;
+  }
+  if (Spawn({python, "-c", "import matplotlib, numpy"}, true) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s has no matplotlib/numpy (tools/setup installs python3-matplotlib; "
+                 "or set KPLACE_PYTHON to a python3 that has them); the CSV is in %s\n", python.c_str(), csv.c_str());
+    return 1;
+  }
+  if (access(script.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s not found (set KPLACE_TOOLS_DIR to the checkout's tools/)\n",
+                 script.c_str());
+    return 1;
+  }
+  const int32_t nodes = Closest(options.nodes, 5000);
+  const int64_t existing = Closest(options.existing, static_cast<int64_t>(10000));
+  int rc = Spawn({python, script, csv, png, "--nodes", StrCat(nodes), "--existing", StrCat(existing)}, false);
+  if (rc != 0) {
+    std::fprintf(stderr, "kplace bench: --plot: %s exited with %d\n", script.c_str(), rc);
+    return 1;
+  }
+  return 0;
+}
+
+int RunSweep(const std::string& sweep, const std::string& csv_flag, const std::string& plot,
+             const std::string& kinds, const std::string& nodes_list, const std::string& existing_list, int64_t pods,
+             double budget, engine::Backend be, bool no_reference) {
   if (sweep != "affinity") {
     std::fprintf(stderr, "kplace bench: --sweep: unknown sweep \"%s\" (known: affinity)\n", sweep.c_str());
     return 2;
@@ -176,18 +270,38 @@ int RunSweep(const std::string& sweep, const std::string& csv, const std::string
   if (pods > 0) options.pods = static_cast<int32_t>(pods);
   if (!nodes_list.empty() && !ParseList("sweep-nodes", nodes_list, &options.nodes)) return 2;
   if (!existing_list.empty() && !ParseList("sweep-existing", existing_list, &options.existing)) return 2;
-  std::printf("affinity cost sweep: %zu node counts x %zu existing-pod counts x %zu kinds, %d pods per point; "
+  if (!kinds.empty()) {
+    auto k = bench::ParseSweepKinds(kinds);
+    if (!k.ok()) {
+      std::fprintf(stderr, "kplace bench: %s\n", std::string(k.status().message()).c_str());
+      return 2;
+    }
+    options.kinds = *k;
+  }
+  if (!plot.empty() && (plot.size() < 5 || plot.compare(plot.size() - 4, 4, ".png") != 0)) {
+    std::fprintf(stderr, "kplace bench: --plot: expected a .png file name, got \"%s\"\n", plot.c_str());
+    return 2;
+  }
+  // --plot without --csv keeps the points beside the plot.
+  const std::string csv = !csv_flag.empty() || plot.empty() ? csv_flag : plot.substr(0, plot.size() - 4) + ".csv";
+  std::printf("cost sweep: %zu node counts x %zu existing-pod counts x %zu kinds, %d pods per point; "
               "reference capped at %.1f s per point (points predicted over the budget are skipped)\n",
               options.nodes.size(), options.existing.size(), options.kinds.size(), options.pods, budget);
   std::printf("machine: %s\n", MachineLine().c_str());
   std::printf("%-24s %-9s %6s %8s %5s %10s %10s %10s %8s  %s\n", "kind", "side", "nodes", "existing", "pods",
               "mean ms", "p50 ms", "first ms", "setup s", "note");
-  options.on_point = [](const bench::SweepPoint& p) {
+  bench::ProgressLine progress;
+  options.progress = [&progress](int64_t done, int64_t total) {
+    if (progress.tty()) progress.Update("sweep", done, total, "points");  // plain output has a row per point already
+  };
+  options.on_point = [&progress](const bench::SweepPoint& p) {
+    progress.Clear();
     std::printf("%-24s %-9s %6d %8lld %5d %10.3f %10.3f %10.3f %8.2f  %s\n", p.kind.c_str(), p.side.c_str(), p.nodes,
                 static_cast<long long>(p.existing), p.pods, p.mean_ms, p.p50_ms, p.first_ms, p.setup_s, p.note.c_str());
     std::fflush(stdout);
   };
   auto points = bench::RunAffinitySweep(options);
+  progress.Clear();
   if (!points.ok()) {
     std::fprintf(stderr, "kplace bench: %s\n", std::string(points.status().message()).c_str());
     return 1;
@@ -201,7 +315,60 @@ int RunSweep(const std::string& sweep, const std::string& csv, const std::string
     }
     std::printf("wrote %s\n", csv.c_str());
   }
+  if (!plot.empty()) {
+    std::fflush(stdout);
+    return Plot(options, csv, plot);
+  }
   return 0;
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (!item.empty()) out.push_back(item);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+  }
+  return out;
+}
+
+bool Listed(const std::vector<std::string>& list, const std::string& name) {
+  return list.empty() || std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// The runs: built-in or file workloads (--workload, --variant applied), or a scheduler_perf
+// config's (test case, workload) pairs picked by --workload, --variant and --label-filter.
+absl::StatusOr<std::vector<bench::Workload>> SelectWorkloads(const std::string& config, const std::string& workload,
+                                                             const std::string& variant, const std::string& labels) {
+  std::vector<bench::Workload> out;
+  if (!config.empty()) {
+    KPLACE_ASSIGN_OR_RETURN(std::vector<bench::Workload> all, bench::LoadPerfConfig(config));
+    const std::vector<std::string> cases = SplitCommas(workload), names = SplitCommas(variant);
+    for (bench::Workload& w : all) {
+      if (Listed(cases, w.name) && Listed(names, w.variant) && bench::LabelsSelected(labels, w.variants[0].labels)) {
+        out.push_back(std::move(w));
+      }
+    }
+    if (out.empty()) {
+      return absl::NotFoundError(StrCat(config, ": no workload matches --workload \"", workload, "\", --variant \"",
+                                        variant, "\" and --label-filter \"", labels, "\""));
+    }
+    return out;
+  }
+  std::vector<std::string> names;
+  if (workload == "all") {
+    names = bench::BuiltinWorkloads();
+  } else {
+    names.push_back(workload.empty() ? "SchedulingBasic" : workload);
+  }
+  for (const std::string& name : names) {
+    KPLACE_ASSIGN_OR_RETURN(bench::Workload w, bench::LoadWorkload(name));
+    if (!variant.empty()) KPLACE_RETURN_IF_ERROR(bench::ApplyVariant(w, variant));
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 }  // namespace
@@ -213,9 +380,18 @@ int RunBench(int argc, char** argv) {
               "mismatch exits 1), and reports SchedulingThroughput as scheduler_perf computes it (pods/s per\n"
               "sample window: average, p50, p90, p95, p99), per-pod latency, memory and the engine/reference\n"
               "ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init pods, 1,000 measured pods).\n"
-              "--sweep affinity measures per-pod cost of inter-pod (anti-)affinity as existing pods and nodes grow.");
-  std::string& workload = flags.String("workload", "SchedulingBasic", "built-in workload name, a workload YAML file, or \"all\"");
-  std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list)");
+              "--sweep affinity measures per-pod cost of pod term shapes as existing pods and nodes grow.\n"
+              "On a terminal a one-line progress bar runs on stderr (plain lines every 2 s otherwise).\n"
+              "Examples:\n"
+              "  kplace bench --config tests/bench/testdata/scheduler_perf/misc/performance-config.yaml \\\n"
+              "      --label-filter integration-test --json out.json    # upstream's own config file\n"
+              "  kplace bench --workload SchedulingPodAffinity --nodes 500 --json out.json   # DataItems as perf-dash reads them\n"
+              "  kplace bench --sweep affinity --kinds required-anti,preferred-affinity,required-spread \\\n"
+              "      --sweep-nodes 500,5000 --sweep-existing 0,1000 --plot sweep.png");
+  std::string& workload = flags.String("workload", "", "built-in workload name, a workload YAML file, or \"all\" (default SchedulingBasic); with --config: the test case(s) to run, comma-separated (default all)");
+  std::string& config_file = flags.String("config", "", "scheduler_perf's performance-config.yaml: run its test cases (each workload a run; templates by path from the file's directory)");
+  std::string& label_filter = flags.String("label-filter", "", "with --config: scheduler_perf's label filter, e.g. performance or integration-test,-performance (default: every workload)");
+  std::string& variant = flags.String("variant", "", "a size variant of the workload (e.g. 5000Nodes_5000Pods; see --list); with --config: the workloads to run, comma-separated");
   int64_t& nodes = flags.Int("nodes", 0, "node count: picks the workload's <N>Nodes variant (500, 5000, 15000), else only sets the node count");
   int64_t& pods = flags.Int("pods", -1, "override the number of measured pods (with --sweep: pods per point and side, default 50)");
   int64_t& init_pods = flags.Int("init-pods", -1, "override the number of init pods in each init group");
@@ -227,6 +403,8 @@ int RunBench(int argc, char** argv) {
   bool& list = flags.Bool("list", "list the built-in workloads and their variants, then exit");
   std::string& sweep = flags.String("sweep", "", "run a cost sweep instead of a workload: affinity");
   std::string& csv = flags.String("csv", "", "with --sweep: write the points as CSV to this file");
+  std::string& plot = flags.String("plot", "", "with --sweep: draw the points to this PNG (tools/plot_affinity.py, python3 with matplotlib; the CSV goes beside it unless --csv)");
+  std::string& kinds = flags.String("kinds", "", "with --sweep: term shapes, comma-separated: none, required-affinity, required-anti(-affinity), preferred-affinity, preferred-anti(-affinity), required-spread, preferred-spread, all (default: the four affinity kinds and none)");
   std::string& sweep_nodes = flags.String("sweep-nodes", "", "with --sweep: node counts, comma-separated (default 500,1000,5000,15000,50000)");
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
@@ -234,6 +412,24 @@ int RunBench(int argc, char** argv) {
   bool& verify = flags.Bool("verify", "engine: also replay the measured phase (pods and churn events) per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
+  if (list && !config_file.empty()) {
+    auto runs = SelectWorkloads(config_file, workload, variant, label_filter);
+    if (!runs.ok()) {
+      std::fprintf(stderr, "kplace bench: %s\n", std::string(runs.status().message()).c_str());
+      return 1;
+    }
+    for (const bench::Workload& w : *runs) {
+      const bench::Variant& v = w.variants[0];
+      std::string labels;
+      for (const std::string& l : v.labels) labels += (labels.empty() ? "" : ",") + l;
+      std::printf("%s/%s: nodes %d, measured %d (namespace %s)", w.name.c_str(), v.name.c_str(), v.nodes, v.measured,
+                  w.metrics_name.c_str());
+      if (v.threshold) std::printf(", threshold %g pods/s", *v.threshold);
+      if (!labels.empty()) std::printf(", labels %s", labels.c_str());
+      std::printf("\n");
+    }
+    return 0;
+  }
   if (list) {
     for (const auto& n : bench::BuiltinWorkloads()) {
       auto w = bench::LoadWorkload(n);
@@ -257,20 +453,14 @@ int RunBench(int argc, char** argv) {
   engine::Backend be;
   if (!ParseBackend(backend, &be)) return 2;
   // --workload all keeps to about ten minutes at 5,000 nodes (22 workloads).
-  double budget_s = !sweep.empty() ? 2 : workload == "all" ? 15 : 40, window_s = 0;
+  double budget_s = !sweep.empty() ? 2 : workload == "all" || !config_file.empty() ? 15 : 40, window_s = 0;
   if (!budget.empty() && !ParseSeconds("reference-budget", budget, &budget_s)) return 2;
   if (!ParseSeconds("window", window, &window_s)) return 2;
 
   if (!sweep.empty()) {
-    return RunSweep(sweep, csv, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
+    return RunSweep(sweep, csv, plot, kinds, sweep_nodes, sweep_existing, pods, budget_s, be, no_reference);
   }
 
-  std::vector<std::string> names;
-  if (workload == "all") {
-    names = bench::BuiltinWorkloads();
-  } else {
-    names.push_back(workload);
-  }
   if (batch < 1 || batch > INT32_MAX) {
     std::fprintf(stderr, "kplace bench: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
     return 2;
@@ -283,25 +473,24 @@ int RunBench(int argc, char** argv) {
   options.verify = verify;
   options.reference_budget_seconds = budget_s;
   options.window_seconds = window_s;
-  options.progress = [](const std::string& side, int64_t done, int64_t total) {
-    std::fprintf(stderr, "  %s: %lld/%lld pods\n", side.c_str(), static_cast<long long>(done), static_cast<long long>(total));
+  // A bar on a terminal, plain lines every 2 s elsewhere; cleared before each result prints.
+  bench::ProgressLine progress;
+  options.progress_interval_seconds = progress.interval_seconds();
+  options.progress = [&progress](const std::string& side, int64_t done, int64_t total) {
+    progress.Update(side, done, total);
   };
   std::printf("kplace bench: backend %s, batch %d; machine: %s\n", engine::BackendName(be), options.batch,
               MachineLine().c_str());
+  auto runs = SelectWorkloads(config_file, workload, variant, label_filter);
+  if (!runs.ok()) {
+    std::fprintf(stderr, "kplace bench: %s\n", std::string(runs.status().message()).c_str());
+    return 1;
+  }
   std::vector<bench::BenchResult> results;
   int rc = 0, reference_failed = 0, verify_failed = 0;
-  for (const std::string& name : names) {
-    auto w = bench::LoadWorkload(name);
-    if (!w.ok()) {
-      std::fprintf(stderr, "kplace bench: %s\n", std::string(w.status().message()).c_str());
-      return 1;
-    }
-    if (!variant.empty()) {
-      if (absl::Status s = bench::ApplyVariant(*w, variant); !s.ok()) {
-        std::fprintf(stderr, "kplace bench: %s\n", std::string(s.message()).c_str());
-        return 1;
-      }
-    }
+  for (bench::Workload& one : *runs) {
+    bench::Workload* w = &one;
+    const std::string name = StrCat(w->name, "/", w->variant);
     if (nodes > 0 && !bench::SelectNodes(*w, static_cast<int32_t>(nodes))) {
       std::printf("note: %s has no %lld-node variant; kept the %s pod counts\n", w->name.c_str(),
                   static_cast<long long>(nodes), w->variant.c_str());
@@ -314,9 +503,15 @@ int RunBench(int argc, char** argv) {
     std::fprintf(stderr, "kplace bench: %s/%s: %d nodes, %d measured pods\n", w->name.c_str(), w->variant.c_str(),
                  w->num_nodes, w->measured.count);
     auto r = bench::RunWorkload(*w, options);
+    progress.Clear();
     if (!r.ok()) {
       std::fprintf(stderr, "kplace bench: %s: %s\n", name.c_str(), std::string(r.status().message()).c_str());
       return 1;
+    }
+    if (!r->ignored_gates.empty()) {
+      std::string gates;
+      for (const std::string& g : r->ignored_gates) gates += (gates.empty() ? "" : ", ") + g;
+      std::printf("note: feature gates kplace does not model (no placement changes) left out: %s\n", gates.c_str());
     }
     PrintResult(*r, options);
     if (r->verified) {

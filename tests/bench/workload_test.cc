@@ -302,13 +302,35 @@ TEST(WorkloadTest, JsonHasSchedulerPerfShape) {
   auto doc = nlohmann::json::parse(text.str());
   EXPECT_EQ(doc["version"], "v1");
   ASSERT_TRUE(doc["dataItems"].is_array());
-  int throughput = 0;
+  int throughput = 0, attempts = 0, sli = 0;
   for (const auto& item : doc["dataItems"]) {
     ASSERT_TRUE(item.contains("data") && item.contains("unit") && item.contains("labels"));
     const auto& labels = item["labels"];
-    EXPECT_EQ(labels["Name"], "SchedulingPodAffinity/50Nodes_20Init_20Pods");
+    // scheduler_perf's Name: the test (test case/workload) and the measured op's namespace.
+    EXPECT_EQ(labels["Name"], "BenchmarkPerfScheduling/SchedulingPodAffinity/50Nodes_20Init_20Pods/sched-1");
     EXPECT_TRUE(labels["backend"] == "omp" || labels["backend"] == "cuda" || labels["backend"] == "reference");
+    // Every item carries the same label keys; the ones that do not apply say so.
+    for (const char* k : {"Metric", "Name", "backend", "extension_point", "result"}) EXPECT_TRUE(labels.contains(k)) << k;
+    EXPECT_EQ(labels.size(), 5u) << labels.dump();
+    EXPECT_EQ(labels["extension_point"], "not applicable");
+    if (labels["Metric"] == "scheduler_scheduling_attempt_duration_seconds" ||
+        labels["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds") {
+      const bool attempt = labels["Metric"] == "scheduler_scheduling_attempt_duration_seconds";
+      (attempt ? attempts : sli) += 1;
+      EXPECT_EQ(labels["result"], attempt ? "scheduled" : "not applicable");
+      EXPECT_EQ(item["unit"], "ms");
+      ASSERT_EQ(item["data"].size(), 5u) << item.dump();
+      for (const char* k : {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}) {
+        ASSERT_TRUE(item["data"].contains(k)) << k;
+        EXPECT_GT(item["data"][k].get<double>(), 0) << k;
+      }
+      // Bucket interpolation keeps the quantiles in order.
+      EXPECT_LE(item["data"]["Perc50"].get<double>(), item["data"]["Perc90"].get<double>());
+      EXPECT_LE(item["data"]["Perc95"].get<double>(), item["data"]["Perc99"].get<double>());
+      continue;
+    }
     if (labels["Metric"] != "SchedulingThroughput") continue;
+    EXPECT_EQ(labels["result"], "not applicable");
     ++throughput;
     EXPECT_EQ(item["unit"], "pods/s");
     for (const char* k : {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}) {
@@ -317,6 +339,8 @@ TEST(WorkloadTest, JsonHasSchedulerPerfShape) {
     }
   }
   EXPECT_EQ(throughput, 2);  // engine and reference
+  EXPECT_EQ(attempts, 2);    // every attempt placed its pod: result "scheduled" only
+  EXPECT_EQ(sli, 2);
   std::remove(path.c_str());
 }
 

@@ -4,6 +4,7 @@
 // (SchedulingThroughput sampled per window) plus per-pod latency and memory.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,23 @@ struct Throughput {
   int64_t samples = 0;        // samples recorded (0: the buckets hold the overall rate)
 };
 
+/** A Prometheus histogram as kube-scheduler's metrics keep one: counts per bucket (upper
+ *  bounds in seconds, then +Inf), a sum and a count. */
+struct Histogram {
+  std::vector<double> bounds;     // upper bounds, ascending (the +Inf bucket is implied)
+  std::vector<int64_t> counts;    // observations in (bounds[i-1], bounds[i]]; counts.back(): past the last
+  double sum = 0;
+  int64_t count = 0;
+  /** component-base's metrics.ExponentialBuckets(start, factor, n). */
+  static Histogram Exponential(double start, double factor, int n);
+  void Observe(double seconds);
+  /** Prometheus' bucketQuantile, as component-base's testutil Histogram.Quantile: linear
+   *  interpolation inside the bucket that holds rank q * count; the highest finite bound
+   *  when it falls in +Inf; NaN when empty. */
+  double Quantile(double q) const;
+  double Average() const { return count ? sum / count : 0; }
+};
+
 struct RunStats {
   std::string side;     // "engine (omp)", "reference"
   std::string backend;  // JSON label: "omp", "cuda" or "reference"
@@ -42,6 +60,13 @@ struct RunStats {
   int64_t growth_bytes = 0;  // heap growth across the measured phase
   int64_t device_bytes = -1;    // device memory growth across Create (cuda); -1 when not measured
   cycle::BatchStats batch;      // the measured phase's batched runs (engine)
+  /** scheduler_scheduling_attempt_duration_seconds by result (scheduled, unschedulable,
+   *  error): each cycle of the measured phase, kube-scheduler's buckets (1 ms x 2^0..14). */
+  std::map<std::string, Histogram> attempt_seconds;
+  /** scheduler_pod_scheduling_sli_duration_seconds: each scheduled measured pod, from the
+   *  phase's start (upstream creates the measured pods at once) to its placing cycle's end;
+   *  buckets 10 ms x 2^0..19. */
+  Histogram sli_seconds = Histogram::Exponential(0.01, 2, 20);
 };
 
 struct BenchResult {
@@ -52,6 +77,11 @@ struct BenchResult {
   double init_seconds = 0;  // placing the init pods on the engine
   std::vector<std::string> missing_plugins;  // default plugins not built on both sides
   std::vector<Variant> thresholds;           // the workload's variants with an upstream threshold
+  std::string metrics_name;                  // Workload::metrics_name (the DataItems' Name suffix)
+  /** The variant's feature gates RunWorkload applied, and those kplace does not model
+   *  (none changes a placement kplace decides, e.g. SchedulerAsyncAPICalls). */
+  std::map<std::string, bool> applied_gates;
+  std::vector<std::string> ignored_gates;
   RunStats engine, reference;
   double speedup = 0;  // engine pods/s over reference pods/s (per-pod mean latency ratio)
   int64_t compared = 0;  // placements compared (the reference's prefix when capped)
@@ -84,8 +114,9 @@ struct BenchOptions {
   /** Throughput sample window; 0 picks scheduler_perf's 1 s when the phase lasts at least
    *  10 s, else the largest 1-2-5 step that gives at least 10 windows. */
   double window_seconds = 0;
-  /** Called with (phase, done, total) about every 2 s; may be empty. */
+  /** Called with (phase, done, total) about every progress_interval_seconds; may be empty. */
   std::function<void(const std::string&, int64_t, int64_t)> progress;
+  double progress_interval_seconds = 2;
 };
 
 /** What a measured phase holds besides its pods: pods the init phase left pending (queued
@@ -146,9 +177,15 @@ Throughput ComputeThroughput(const std::vector<double>& done_seconds, double end
 /** The window ComputeThroughput gets when BenchOptions::window_seconds is 0. */
 double AutoWindow(double phase_seconds);
 
-/** @brief scheduler_perf's data-items document ({"version":"v1","dataItems":[...]}):
- *  SchedulingThroughput (pods/s), SchedulingDuration (s) and the per-pod attempt latency
- *  (ms) per side, labelled Metric, Name (<workload>/<variant>) and backend. */
+/** @brief scheduler_perf's data-items document ({"version":"v1","dataItems":[...]}), as its
+ *  dataItems2JSONFile writes it: per side, SchedulingThroughput (pods/s) and the histogram
+ *  metrics (Perc50/90/95/99 and Average in ms, unit "ms") scheduler_scheduling_attempt_
+ *  duration_seconds per `result` and scheduler_pod_scheduling_sli_duration_seconds, each
+ *  only when it has samples, plus kplace's SchedulingDuration (s). Labels: Metric, Name
+ *  ("BenchmarkPerfScheduling/<test case>/<workload>/<namespace>", as scheduler_perf names
+ *  them), backend, and every label some item has and another lacks set to "not applicable"
+ *  on the other (extension_point, result). kplace's cycle does not time its extension
+ *  points, so scheduler_framework_extension_point_duration_seconds has no items. */
 nlohmann::json DataItems(const std::vector<BenchResult>& results);
 
 /** Current and peak resident set size of this process, in bytes (0 when unknown). */

@@ -27,6 +27,12 @@ enum class SweepKind {
 const char* SweepKindName(SweepKind k);
 /** The inter-pod affinity kinds and the baseline, in sweep order. */
 std::vector<SweepKind> AffinitySweepKinds();
+/** Every kind, in declaration order. */
+std::vector<SweepKind> AllSweepKinds();
+/** @brief Kinds by name, comma-separated: SweepKindName's names, or their short forms
+ *  without "-affinity" (required-anti, preferred-anti) or "-terms". "all" is every kind.
+ *  InvalidArgument naming the unknown name and the known ones. */
+absl::StatusOr<std::vector<SweepKind>> ParseSweepKinds(const std::string& list);
 
 /** Replicas per group ("deployment"): existing pod i has label app=g<i / kSweepReplicas>
  *  and its terms select its own group, so 100,000 existing pods are 10,000 term sets. */
@@ -62,6 +68,8 @@ struct SweepOptions {
   bool run_reference = true;
   /** Called after every point; may be empty. */
   std::function<void(const SweepPoint&)> on_point;
+  /** Called before each point with (points done, points in the grid); may be empty. */
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 /** @brief Runs the grid nodes x existing x kinds on the engine and the reference with the

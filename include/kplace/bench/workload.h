@@ -151,6 +151,10 @@ struct Variant {
   std::vector<int32_t> namespace_sets;  // per namespace set (empty when there are none)
   std::optional<double> threshold;  // upstream's CI floor (SchedulingThroughput Average, pods/s)
   bool upstream = true;             // false: a size kplace adds (e.g. 15000Nodes)
+  /** scheduler_perf's featureGates for this workload (test case's, then the workload's);
+   *  RunWorkload applies the ones kplace knows under BenchOptions::gates. */
+  std::map<std::string, bool> feature_gates;
+  std::vector<std::string> labels;  // scheduler_perf's labels (test case's and workload's)
 };
 
 struct Workload {
@@ -169,6 +173,10 @@ struct Workload {
   double throughput = 0;  // pods/s for the rates of churn and deletePods (0: none given)
   std::vector<Variant> variants;
   std::string variant;  // the applied variant's name, or a name derived from the counts
+  /** The suffix of the DataItems' Name (scheduler_perf: the measured createPods op's
+   *  namespace, or startCollectingMetrics' name). DecodeWorkloadSpec sets the measured
+   *  group's (first) namespace. */
+  std::string metrics_name;
 
   /** The variant that `variant` names, if any. */
   const Variant* FindVariant(const std::string& name) const;

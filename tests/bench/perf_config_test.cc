@@ -1,0 +1,252 @@
+#include "kplace/bench/perf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kplace/bench/runner.h"
+#include "kplace/cli/commands.h"
+#include "kplace/common/strings.h"
+
+namespace kplace::bench {
+namespace {
+
+const std::string kDir = std::string(KPLACE_SOURCE_DIR) + "/tests/bench/testdata/scheduler_perf/";
+const std::string kConfig = kDir + "misc/performance-config.yaml";
+
+const Workload* Find(const std::vector<Workload>& all, const std::string& test_case, const std::string& workload) {
+  for (const Workload& w : all) {
+    if (w.name == test_case && w.variant == workload) return &w;
+  }
+  return nullptr;
+}
+
+TEST(PerfConfigTest, ReadsAnUpstreamExcerptUnchanged) {
+  auto all = LoadPerfConfig(kConfig);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 7u);  // 3 + 2 + 2 workloads, in file order
+  EXPECT_EQ((*all)[0].name, "SchedulingBasic");
+  EXPECT_EQ((*all)[0].variant, "5Nodes");
+
+  const Workload* basic = Find(*all, "SchedulingBasic", "5000Nodes_10000Pods");
+  ASSERT_NE(basic, nullptr);
+  EXPECT_EQ(basic->num_nodes, 5000);
+  ASSERT_EQ(basic->init.size(), 1u);
+  EXPECT_EQ(basic->init[0].count, 1000);
+  EXPECT_EQ(basic->init[0].namespace_, "namespace-1");  // namespace-<op index>
+  EXPECT_EQ(basic->measured.count, 10000);
+  EXPECT_EQ(basic->measured.namespace_, "namespace-2");
+  EXPECT_EQ(basic->metrics_name, "namespace-2");
+  ASSERT_EQ(basic->variants.size(), 1u);
+  EXPECT_EQ(basic->variants[0].threshold.value_or(0), 680);
+  EXPECT_EQ(basic->variants[0].labels, std::vector<std::string>{"performance"});
+  // defaultPodTemplatePath, relative to the config's directory.
+  EXPECT_EQ(basic->measured.pod_template["spec"]["containers"][0]["resources"]["requests"]["cpu"], "100m");
+
+  const Workload* small = Find(*all, "SchedulingBasic", "5Nodes");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->variants[0].feature_gates, (std::map<std::string, bool>{{"SchedulerAsyncAPICalls", false}}));
+  EXPECT_EQ(small->variants[0].labels, (std::vector<std::string>{"integration-test", "short"}));
+
+  const Workload* daemonset = Find(*all, "SchedulingDaemonset", "5Nodes");
+  ASSERT_NE(daemonset, nullptr);
+  ASSERT_EQ(daemonset->node_groups.size(), 2u);
+  EXPECT_EQ(NodeGroupCounts(*daemonset), (std::vector<int32_t>{1, 5}));
+  auto cluster = BuildCluster(*daemonset);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->nodes.size(), 6u);
+  EXPECT_EQ(cluster->nodes[0].meta.name, "scheduler-perf-node");
+  EXPECT_EQ(cluster->nodes[0].allocatable.at("pods").Value(), 90000);  // allocatable defaults to capacity
+  EXPECT_EQ(cluster->nodes[1].allocatable.at("cpu").MilliValue(), 4000);
+
+  const Workload* churn = Find(*all, "SchedulingWithMixedChurn", "10Nodes");
+  ASSERT_NE(churn, nullptr);
+  ASSERT_TRUE(churn->churn.has_value());
+  EXPECT_TRUE(churn->churn->recreate);
+  EXPECT_EQ(churn->churn->number, 1);
+  EXPECT_EQ(churn->churn->interval_ms, 1000);
+  EXPECT_EQ(churn->churn->namespace_, "namespace-1");
+  ASSERT_EQ(churn->churn->templates.size(), 3u);
+  EXPECT_EQ(churn->churn->templates[2]["kind"], "Service");
+  EXPECT_EQ(churn->throughput, 710);  // the test case's threshold turns churn's rate into pod counts
+}
+
+// The upstream excerpt's SchedulingBasic and the built-in SchedulingBasic make the same
+// cluster, the same pods and the same decisions.
+TEST(PerfConfigTest, SchedulingBasicMatchesTheBuiltInWorkload) {
+  auto all = LoadPerfConfig(kConfig);
+  ASSERT_TRUE(all.ok()) << all.status();
+  const Workload* from_config = Find(*all, "SchedulingBasic", "500Nodes");
+  ASSERT_NE(from_config, nullptr);
+  auto builtin = LoadWorkload("SchedulingBasic");
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  ASSERT_TRUE(ApplyVariant(*builtin, "500Nodes").ok());
+  EXPECT_EQ(from_config->num_nodes, builtin->num_nodes);
+  EXPECT_EQ(from_config->init[0].count, builtin->init[0].count);
+  EXPECT_EQ(from_config->measured.count, builtin->measured.count);
+  EXPECT_EQ(from_config->metrics_name, builtin->metrics_name);
+
+  auto a = BuildCluster(*from_config), b = BuildCluster(*builtin);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(a->nodes.size(), b->nodes.size());
+  for (size_t i = 0; i < a->nodes.size(); ++i) {
+    EXPECT_EQ(a->nodes[i].meta.name, b->nodes[i].meta.name);
+    EXPECT_EQ(a->nodes[i].meta.labels, b->nodes[i].meta.labels);
+    EXPECT_EQ(a->nodes[i].allocatable, b->nodes[i].allocatable);
+  }
+  auto pa = BuildPods(from_config->measured, "pod"), pb = BuildPods(builtin->measured, "pod");
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  ASSERT_EQ(pa->size(), pb->size());
+  for (size_t i = 0; i < pa->size(); ++i) {
+    EXPECT_EQ((*pa)[i].meta.name, (*pb)[i].meta.name);
+    EXPECT_EQ((*pa)[i].meta.namespace_, (*pb)[i].meta.namespace_);
+    ASSERT_EQ((*pa)[i].containers.size(), 1u);
+    EXPECT_EQ((*pa)[i].containers[0].requests, (*pb)[i].containers[0].requests);
+    EXPECT_EQ((*pa)[i].containers[0].limits, (*pb)[i].containers[0].limits);
+  }
+}
+
+// `kplace bench --config` end to end: every integration-test workload of the excerpt runs on
+// engine and reference with identical placements, and its JSON names them as scheduler_perf.
+TEST(PerfConfigTest, BenchRunsTheConfigEndToEnd) {
+  const std::string json_path = ::testing::TempDir() + "kplace_perf_config_test.json";
+  const std::string config = "--config=" + kConfig, out = "--json=" + json_path;
+  const char* argv[] = {"bench", config.c_str(), "--label-filter=integration-test", out.c_str()};
+  ASSERT_EQ(cli::RunBench(4, const_cast<char**>(argv)), 0);
+  std::ifstream f(json_path);
+  std::stringstream text;
+  text << f.rdbuf();
+  auto doc = nlohmann::json::parse(text.str());
+  std::set<std::string> names;
+  for (const auto& item : doc["dataItems"]) {
+    if (item["labels"]["Metric"] == "SchedulingThroughput") names.insert(item["labels"]["Name"].get<std::string>());
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"BenchmarkPerfScheduling/SchedulingBasic/5Nodes/namespace-2",
+                                          "BenchmarkPerfScheduling/SchedulingDaemonset/5Nodes/namespace-2",
+                                          "BenchmarkPerfScheduling/SchedulingWithMixedChurn/10Nodes/namespace-2"}));
+  std::remove(json_path.c_str());
+
+  // One of them through RunWorkload: every measured pod placed, the same on both sides.
+  auto all = LoadPerfConfig(kConfig);
+  ASSERT_TRUE(all.ok());
+  const Workload* daemonset = Find(*all, "SchedulingDaemonset", "5Nodes");
+  ASSERT_NE(daemonset, nullptr);
+  auto r = RunWorkload(*daemonset, BenchOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->engine.scheduled, 10);
+  EXPECT_EQ(r->compared, 10);
+  EXPECT_EQ(r->mismatches, 0);
+  EXPECT_EQ(r->metrics_name, "namespace-2");
+}
+
+// A config whose one test case has `ops` spliced into upstream's SchedulingBasic shape.
+std::string Config(const std::string& ops, const std::string& params = "initNodes: 5, measurePods: 10") {
+  return StrCat("- name: Case\n  workloadTemplate:\n  - opcode: createNodes\n    countParam: $initNodes\n", ops,
+                "  - opcode: createPods\n    countParam: $measurePods\n    collectMetrics: true\n",
+                "  workloads:\n  - name: small\n    params: {", params, "}\n");
+}
+
+absl::Status Load(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "bad-config.yaml";
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  auto w = LoadPerfConfig(path);
+  std::remove(path.c_str());
+  return w.status();
+}
+
+TEST(PerfConfigTest, ErrorsNameFileTestCaseOpAndField) {
+  struct Case {
+    std::string text, want;
+  };
+  const std::vector<Case> cases = {
+      {Config("  - opcode: createAny\n    templatePath: x.yaml\n"),
+       "bad-config.yaml: test case Case, workload small: workloadTemplate[1].opcode: createAny is not modelled by kplace"},
+      {Config("  - opcode: fly\n"), "workloadTemplate[1].opcode: unknown opcode \"fly\""},
+      {Config("  - opcode: createPods\n    count: 1\n    podTemplatePath: ../templates/none.yaml\n"),
+       "workloadTemplate[1].podTemplatePath: "},
+      {Config("  - opcode: createPods\n    count: 1\n    steadyState: true\n"),
+       "workloadTemplate[1].steadyState: not modelled by kplace"},
+      {Config("  - opcode: createNodes\n    count: 1\n    nodeAllocatableStrategy: {nodeAllocatable: {cpu: 1}}\n"),
+       "workloadTemplate[1].nodeAllocatableStrategy: not modelled by kplace"},
+      {Config("  - opcode: createPods\n    count: 1\n    colour: blue\n"), "workloadTemplate[1].colour: unknown field"},
+      {Config("  - opcode: createPods\n    countParam: $initPods\n"),
+       "workloadTemplate[1].countParam: parameter initPods is undefined"},
+      {Config("", "initNodes: 5, measurePods: 10, typo: 3"), "params.typo: defined but unused"},
+      {Config("  - opcode: createPods\n    count: 1\n    collectMetrics: true\n"),
+       "workloadTemplate[2].collectMetrics: kplace measures one createPods op"},
+      {Config("  - opcode: deletePods\n    namespace: nowhere\n    deletePodsPerSecond: 5\n"),
+       "workloadTemplate[1].namespace: no earlier createPods op made pods in nowhere"},
+      {"- name: Case\n  schedulerConfigPath: s.yaml\n  workloadTemplate: []\n  workloads: []\n",
+       "test case Case: schedulerConfigPath: not modelled by kplace"},
+      {"- {name: A, workloadTemplate: [{opcode: createNodes, count: 1}], workloads: [{name: w}]}\n",
+       "workloadTemplate: no op collects metrics"},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = Load(c.text);
+    EXPECT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(std::string(s.message()).find(c.want), std::string::npos) << s.message() << "\nwant: " << c.want;
+  }
+}
+
+TEST(PerfConfigTest, StartAndStopCollectingMetricsNameTheItems) {
+  const std::string ops =
+      "  - opcode: createPods\n    count: 3\n"
+      "  - opcode: barrier\n"
+      "  - opcode: startCollectingMetrics\n    name: steady\n    namespaces: [measured]\n"
+      "  - opcode: createPods\n    countParam: $measurePods\n    namespace: measured\n"
+      "  - opcode: stopCollectingMetrics\n";
+  const std::string text = StrCat("- name: Case\n  workloadTemplate:\n  - opcode: createNodes\n    count: 4\n", ops,
+                                  "  workloads:\n  - name: small\n    params: {measurePods: 6}\n");
+  const std::string path = ::testing::TempDir() + "kplace_collect_config.yaml";
+  {
+    std::ofstream f(path);
+    f << text;
+  }
+  auto all = LoadPerfConfig(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  const Workload& w = (*all)[0];
+  EXPECT_EQ(w.init[0].namespace_, "namespace-1");
+  EXPECT_EQ(w.measured.namespace_, "measured");
+  EXPECT_EQ(w.measured.count, 6);
+  EXPECT_EQ(w.metrics_name, "steady");
+}
+
+TEST(PerfConfigTest, LabelFilterAsUpstream) {
+  EXPECT_TRUE(LabelsSelected("", {}));
+  EXPECT_TRUE(LabelsSelected("performance", {"performance", "short"}));
+  EXPECT_FALSE(LabelsSelected("performance", {"integration-test"}));
+  EXPECT_TRUE(LabelsSelected("integration-test,-performance", {"integration-test", "short"}));
+  EXPECT_FALSE(LabelsSelected("integration-test,-performance", {"integration-test", "performance"}));
+  EXPECT_TRUE(LabelsSelected("+short", {"short"}));
+}
+
+// Prometheus' bucketQuantile over kube-scheduler's attempt buckets (1 ms, 2 ms, 4 ms, ...).
+TEST(PerfConfigTest, HistogramQuantilesInterpolateInBuckets) {
+  Histogram h = Histogram::Exponential(0.001, 2, 15);
+  ASSERT_EQ(h.bounds.size(), 15u);
+  EXPECT_DOUBLE_EQ(h.bounds[3], 0.008);
+  EXPECT_TRUE(std::isnan(h.Quantile(0.5)));
+  for (double s : {0.0005, 0.0005, 0.0015, 0.0030}) h.Observe(s);
+  // Counts <= 1 ms: 2, <= 2 ms: 3, <= 4 ms: 4. Rank 0.5*4 = 2 lies in the first bucket, at its end.
+  EXPECT_DOUBLE_EQ(h.Quantile(0.5), 0.001);
+  // Rank 0.9*4 = 3.6 in (2 ms, 4 ms]: 2 ms + 2 ms * (3.6 - 3) / 1.
+  EXPECT_NEAR(h.Quantile(0.9), 0.0032, 1e-12);
+  EXPECT_NEAR(h.Average(), 0.001375, 1e-12);
+  h.Observe(100);  // past the last bound: the highest finite bound
+  EXPECT_DOUBLE_EQ(h.Quantile(0.99), h.bounds.back());
+}
+
+}  // namespace
+}  // namespace kplace::bench
