@@ -4,11 +4,16 @@
 // issue's figure is the ratio of the two per-pod times.
 #include <benchmark/benchmark.h>
 
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kplace/common/strings.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/model/decode.h"
 #include "kplace/serve/placement_state.h"
+#include "kplace/state/event.h"
 
 namespace kplace::serve {
 namespace {
@@ -61,27 +66,131 @@ void BM_Evaluate(benchmark::State& state) {
 // {reference?, pods}: the reference takes seconds per thousand pods, so it evaluates fewer.
 BENCHMARK(BM_Evaluate)->Args({0, 10000})->Args({1, 1000})->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// `kplace gen --nodes 5000 --uniform --existing-pods 1000`'s shape: 4 CPU / 32Gi / 110 pods
+// over three zones, 1,000 bound pods (SchedulingBasic's cluster).
+std::string UniformCluster(int nodes, int existing) {
+  std::string out = R"({"apiVersion":"v1","kind":"List","items":[)";
+  for (int i = 0; i < nodes; ++i) {
+    out += StrCat(i ? "," : "", R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-)", i,
+                  R"(","labels":{"kubernetes.io/hostname":"node-)", i, R"(","topology.kubernetes.io/zone":"zone-)", i % 3,
+                  R"("}},"status":{"allocatable":{"cpu":"4","memory":"32Gi","pods":"110"}}})");
+  }
+  for (int i = 0; i < existing; ++i) {
+    out += StrCat(R"(,{"apiVersion":"v1","kind":"Pod","metadata":{"name":"existing-)", i, R"(","namespace":"default"},)",
+                  R"("spec":{"nodeName":"node-)", (i * 7919) % nodes,
+                  R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"100m","memory":"500Mi"}}}]}})");
+  }
+  return out + "]}";
+}
+
+// SchedulingBasic's pods (100m CPU / 500Mi), as a client writes a Schedule request.
+std::string BasicPods(int n, const std::string& prefix) {
+  std::string out = R"({"apiVersion":"v1","kind":"List","items":[)";
+  for (int k = 0; k < n; ++k) {
+    out += StrCat(k ? "," : "", R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", prefix, k,
+                  R"(","namespace":"default"},"spec":{"containers":[{"name":"c","image":"pause",)",
+                  R"("resources":{"requests":{"cpu":"100m","memory":"500Mi"}}}]}})");
+  }
+  return out + "]}";
+}
+
+// PlacementState::Schedule (kplace serve's Schedule without the transport) of 1,000
+// identical pods, DRY_RUN: the request's decode, the cycle and the revert. Items = pods.
+void BM_ScheduleDryRun(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  static const std::string cluster = UniformCluster(5000, 1000);
+  const std::string request = BasicPods(pods, "p-");
+  PlacementState s{cycle::Options{}};
+  if (!s.Reset(cluster, "").ok()) return state.SkipWithError("Reset failed");
+  for (auto _ : state) {
+    auto r = s.Schedule(request, /*dry_run=*/true, std::nullopt);
+    if (!r.ok() || static_cast<int>(r->placements.size()) != pods) return state.SkipWithError("Schedule failed");
+    benchmark::DoNotOptimize(r->placements.data());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(pods) * state.iterations());
+}
+BENCHMARK(BM_ScheduleDryRun)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same pods decoded once, straight to the scheduler inside a reverted transaction: the
+// cycle alone, what BM_ScheduleDryRun adds the request's decode to.
+void BM_ScheduleCycleOnly(benchmark::State& state) {
+  const int pods = static_cast<int>(state.range(0));
+  static const std::string cluster_text = UniformCluster(5000, 1000);
+  ObjectSet cluster, request;
+  if (!DecodeText(cluster_text, "cluster", &cluster).ok()) return state.SkipWithError("decode failed");
+  if (!DecodeText(BasicPods(pods, "p-"), "pods", &request).ok()) return state.SkipWithError("decode failed");
+  auto scheduler = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), cycle::Options{});
+  if (!scheduler.ok()) return state.SkipWithError("Create failed");
+  for (auto _ : state) {
+    if (!(*scheduler)->Begin().ok()) return state.SkipWithError("Begin failed");
+    std::vector<cycle::Placement> r = (*scheduler)->ScheduleAll(request.pods);
+    benchmark::DoNotOptimize(r.data());
+    if (!(*scheduler)->Revert().ok()) return state.SkipWithError("Revert failed");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(pods) * state.iterations());
+}
+BENCHMARK(BM_ScheduleCycleOnly)->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A bound pod's ADDED event, the k-th of BM_Apply's.
+std::string ApplyEvent(int k) {
+  return StrCat(R"({"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ev-)", k,
+                R"(","namespace":"bench","labels":{"app":"e)", k % 5, R"("}},"spec":{"nodeName":"node-)", k % 5000,
+                R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}})");
+}
+
 // PlacementState::Apply (kplace serve's Apply) of `events` watch events: bound pods ADDED on
 // the 5,000-node cluster, in one call (all or nothing). Items = events applied.
 void BM_Apply(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   static const std::string cluster = Cluster(5000);
   std::vector<std::string> events;
-  for (int k = 0; k < n; ++k) {
-    events.push_back(StrCat(R"({"type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"ev-)", k,
-                            R"(","namespace":"bench","labels":{"app":"e)", k % 5, R"("}},"spec":{"nodeName":"node-)",
-                            k % 5000, R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"10m","memory":"16Mi"}}}]}}})"));
-  }
+  for (int k = 0; k < n; ++k) events.push_back(ApplyEvent(k));
+  const std::vector<std::string_view> views(events.begin(), events.end());
+  std::unique_ptr<PlacementState> s;  // each iteration's state is dropped with the clock stopped
   for (auto _ : state) {
     state.PauseTiming();
-    PlacementState s{cycle::Options{}};
-    if (!s.Reset(cluster, "").ok()) return state.SkipWithError("Reset failed");
+    s = std::make_unique<PlacementState>(cycle::Options{});
+    if (!s->Reset(cluster, "").ok()) return state.SkipWithError("Reset failed");
     state.ResumeTiming();
-    if (!s.Apply(events, std::nullopt).ok()) return state.SkipWithError("Apply failed");
+    if (!s->Apply(views, std::nullopt).ok()) return state.SkipWithError("Apply failed");
   }
   state.SetItemsProcessed(static_cast<int64_t>(n) * state.iterations());
 }
 BENCHMARK(BM_Apply)->Arg(20000)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The scheduler's share of BM_Apply: the same events decoded before the clock starts and
+// handed to Scheduler::Apply one by one inside a transaction. BM_Apply minus this is what
+// the service adds (the events' decode, the all-or-none bookkeeping, Snapshot's copy).
+void BM_ApplySchedulerOnly(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  static const std::string cluster_text = Cluster(5000);
+  ObjectSet cluster;
+  if (!DecodeText(cluster_text, "cluster", &cluster).ok()) return state.SkipWithError("decode failed");
+  std::vector<state::ClusterEvent> events;
+  for (int k = 0; k < n; ++k) {
+    auto e = state::ParseWatchEvent(ApplyEvent(k), "bench");
+    if (!e.ok() || !*e) return state.SkipWithError("event failed");
+    events.push_back(std::move(**e));
+  }
+  std::unique_ptr<cycle::Scheduler> scheduler;  // dropped with the clock stopped, as BM_Apply's state
+  std::vector<state::ClusterEvent> batch;
+  for (auto _ : state) {
+    state.PauseTiming();
+    scheduler.reset();
+    auto created = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), cycle::Options{});
+    if (!created.ok()) return state.SkipWithError("Create failed");
+    scheduler = std::move(*created);
+    batch = events;
+    state.ResumeTiming();
+    if (!scheduler->Begin().ok()) return state.SkipWithError("Begin failed");
+    for (state::ClusterEvent& e : batch) {
+      if (!scheduler->Apply(std::move(e)).ok()) return state.SkipWithError("Apply failed");
+    }
+    if (!scheduler->Commit().ok()) return state.SkipWithError("Commit failed");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(n) * state.iterations());
+}
+BENCHMARK(BM_ApplySchedulerOnly)->Arg(20000)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kplace::serve

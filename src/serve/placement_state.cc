@@ -2,11 +2,14 @@
 
 #include <utility>
 
+#include <simdjson.h>
+
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/cycle/placement_json.h"
 #include "kplace/model/decode.h"
 #include "kplace/state/event.h"
+#include "src/serve/pod_shapes.h"
 
 namespace kplace::serve {
 namespace {
@@ -68,7 +71,7 @@ absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std:
   KPLACE_ASSIGN_OR_RETURN(auto items, Items(objects, "objects"));
   auto cluster = std::make_unique<ObjectSet>();
   std::vector<std::string> order;
-  std::map<std::string, json> kept, pods;
+  KeptMap kept, pods;
   std::set<std::string> pending;
   SkippedKinds skipped;
   for (const auto& [item, where] : items) {
@@ -79,8 +82,8 @@ absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std:
     for (const auto& [kind, n] : skipped) after += n;
     if (after != before) continue;  // a kind scheduling does not read
     if (IsPod(item)) {
-      pods[PodKey(item)] = item;
-    } else if (kept.emplace(KeyOf(item), item).second) {
+      pods[PodKey(item)] = KeptJson{item, {}};
+    } else if (kept.emplace(KeyOf(item), KeptJson{item, {}}).second) {
       order.push_back(KeyOf(item));
     }
   }
@@ -113,49 +116,103 @@ absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std:
   return out;
 }
 
-absl::Status PlacementState::ApplyOne(const std::string& text, const std::string& where, std::vector<MirrorUndo>* undo) {
-  json object;
-  KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> parsed, state::ParseWatchEvent(text, where, &object));
+// Watch events of bound and pending pods, each distinct pod shape decoded once. An event
+// `{"type":"ADDED|MODIFIED|DELETED","object":<a pod of a shape seen>}` (no other field) is
+// the event ParseWatchEvent would give, with the shape's Pod and the cut strings; anything
+// else goes through ParseWatchEvent, which also names the errors.
+class PlacementState::EventDecoder {
+ public:
+  EventDecoder(bool shapes, DecodeCounts* counts) : shapes_on_(shapes), counts_(counts) {}
+
+  // The event of `text` (nullopt: a BOOKMARK), and its object's JSON for Snapshot.
+  absl::StatusOr<std::optional<state::ClusterEvent>> Decode(std::string_view text, const std::string& where,
+                                                            KeptJson* object) {
+    std::string_view type_token, object_text;
+    PodCuts cuts;
+    state::EventType type;
+    const bool keyed = shapes_on_ && keyer_.KeyEvent(text, &type_token, &object_text, &cuts) && TypeOf(type_token, &type);
+    if (keyed) {
+      if (const PodShape* shape = shapes_.Find(keyer_.key())) {
+        state::ClusterEvent e;
+        e.type = type;
+        e.kind = "Pod";
+        e.object.pods.push_back(PodShapes::Instance(shape->pod, cuts));
+        e.where = where;
+        object->text = std::string(object_text);
+        ++counts_->shared;
+        return std::optional<state::ClusterEvent>(std::move(e));
+      }
+    }
+    KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> e, state::ParseWatchEvent(text, where, &object->value));
+    if (e && e->kind == "Pod") ++counts_->decoded;
+    if (keyed && e && e->kind == "Pod" && e->object.pods.size() == 1) shapes_.Add(keyer_.key(), PodShape{e->object.pods[0], {}});
+    return e;
+  }
+
+ private:
+  // The three event types that carry a change (a BOOKMARK or an ERROR goes the general way).
+  static bool TypeOf(std::string_view token, state::EventType* type) {
+    if (token == "\"ADDED\"") {
+      *type = state::EventType::kAdded;
+    } else if (token == "\"MODIFIED\"") {
+      *type = state::EventType::kModified;
+    } else if (token == "\"DELETED\"") {
+      *type = state::EventType::kDeleted;
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  const bool shapes_on_;
+  DecodeCounts* counts_;
+  PodShapeKeyer keyer_;
+  PodShapes shapes_;
+};
+
+absl::Status PlacementState::ApplyOne(std::string_view text, size_t k, EventDecoder* decoder,
+                                      std::vector<MirrorUndo>* undo) {
+  const std::string where = StrCat("events[", k, "]");
+  KeptJson object;
+  KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> parsed, decoder->Decode(text, where, &object));
   if (!parsed) return absl::OkStatus();  // BOOKMARK
   state::ClusterEvent& e = *parsed;
-  if (e.kind == "Pod") {
+  const bool pod = e.kind == "Pod";
+  if (pod) {
     KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &e.object.pods, where));
   } else if (e.kind == "PriorityClass") {
     KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(e, &classes_));
   }
   const bool deleted = e.type == state::EventType::kDeleted;
-  const bool pending_pod = e.kind == "Pod" && e.object.pods[0].node_name.empty();
+  const bool pending_pod = pod && e.object.pods[0].node_name.empty();
+  // A decoded pod's key is the one its JSON gives (PodKey): namespace defaulted, then name.
+  std::string key = pod ? ObjectKey(e.object.pods[0].meta) : KeyOf(object.value);
   KPLACE_RETURN_IF_ERROR(scheduler_->Apply(std::move(e)));
-  if (IsPod(object)) {
-    const std::string key = PodKey(object);
-    auto it = pods_.find(key);
-    undo->push_back(MirrorUndo{key, it == pods_.end() ? std::nullopt : std::optional<json>(it->second), true, pending_.count(key) > 0});
-    pending_.erase(key);
-    if (deleted) {
-      pods_.erase(key);
-    } else {
-      if (pending_pod) pending_.insert(key);
-      pods_[key] = std::move(object);
-    }
+  KeptMap& into = pod ? pods_ : objects_;
+  auto it = into.find(key);
+  const bool existed = it != into.end();
+  undo->push_back(MirrorUndo{key, existed ? std::optional<KeptJson>(std::move(it->second)) : std::nullopt, pod,
+                             pod && pending_.count(key) > 0});
+  if (pod) pending_.erase(key);
+  if (deleted) {
+    if (existed) into.erase(it);
     return absl::OkStatus();
   }
-  const std::string key = KeyOf(object);
-  auto it = objects_.find(key);
-  undo->push_back(MirrorUndo{key, it == objects_.end() ? std::nullopt : std::optional<json>(it->second), false, false});
-  if (deleted) {
-    objects_.erase(key);
+  if (pod && pending_pod) pending_.insert(key);
+  if (!pod && !existed) order_.push_back(key);
+  if (existed) {
+    it->second = std::move(object);
   } else {
-    if (it == objects_.end()) order_.push_back(key);
-    objects_[key] = std::move(object);
+    into.emplace(std::move(key), std::move(object));
   }
   return absl::OkStatus();
 }
 
 void PlacementState::Rollback(std::vector<MirrorUndo>* undo) {
   for (auto u = undo->rbegin(); u != undo->rend(); ++u) {
-    std::map<std::string, json>& into = u->pod ? pods_ : objects_;
+    KeptMap& into = u->pod ? pods_ : objects_;
     if (u->before) {
-      into[u->key] = *u->before;
+      into[u->key] = std::move(*u->before);
     } else {
       into.erase(u->key);
     }
@@ -169,16 +226,19 @@ void PlacementState::Rollback(std::vector<MirrorUndo>* undo) {
   }
 }
 
-absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string>& events, std::optional<uint64_t> expected) {
+absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_view>& events,
+                                                std::optional<uint64_t> expected) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
   std::vector<MirrorUndo> undo;
+  undo.reserve(events.size());
   const ObjectSet classes = classes_;
   const size_t order_size = order_.size();
+  EventDecoder decoder(shape_decode_, &counts_);
   for (size_t k = 0; k < events.size(); ++k) {
     absl::Status s;
     try {
-      s = ApplyOne(events[k], StrCat("events[", k, "]"), &undo);
+      s = ApplyOne(events[k], k, &decoder, &undo);
     } catch (const std::exception& e) {  // all or nothing holds even for a bug's exception
       s = absl::InternalError(StrCat("events[", k, "]: ", e.what()));
     }
@@ -196,72 +256,142 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string>& e
 
 struct PlacementState::RequestPods {
   ObjectSet decoded;
-  std::map<std::string, json> raw;               // pod key -> JSON (keep_json)
-  std::map<std::string, GangSpec> pod_groups;    // PodGroup ns/name -> gang
-  std::vector<std::string> group_of;             // per pod: its PodGroup's ns/name, or ""
+  absl::flat_hash_map<std::string, KeptJson> raw;  // pod key -> JSON (keep_json)
+  std::map<std::string, GangSpec> pod_groups;      // PodGroup ns/name -> gang
+  std::vector<std::string> group_of;               // per pod: its PodGroup's ns/name, or ""
 };
 
+absl::Status PlacementState::AddRequestItem(const json& item, const std::string& where, RequestPods* out,
+                                            std::map<std::string, std::string>* named) const {
+  if (item.contains("kind") && item["kind"] == "PodGroup") {
+    // scheduling.k8s.io PodGroup: only its gang policy matters here.
+    const std::string ns = Field(item, "metadata", "namespace");
+    const std::string key = StrCat(ns.empty() ? "default" : ns, "/", Field(item, "metadata", "name"));
+    const json* policy = item.contains("spec") && item["spec"].is_object() && item["spec"].contains("schedulingPolicy")
+                             ? &item["spec"]["schedulingPolicy"]
+                             : nullptr;
+    if (!policy || !policy->is_object() || !policy->contains("gang")) return absl::OkStatus();  // a basic policy: no gang
+    const json& gang = (*policy)["gang"];
+    if (!gang.is_object() || !gang.contains("minCount") || !gang["minCount"].is_number_integer() ||
+        gang["minCount"].get<int64_t>() < 1 || gang["minCount"].get<int64_t>() > (1 << 30)) {
+      return absl::InvalidArgumentError(
+          StrCat(where, ": PodGroup ", key, ": spec.schedulingPolicy.gang.minCount: must be a positive integer"));
+    }
+    GangSpec g{key, static_cast<int32_t>(gang["minCount"].get<int64_t>()), {}};
+    if (!out->pod_groups.emplace(key, std::move(g)).second) {
+      return absl::InvalidArgumentError(StrCat(where, ": PodGroup ", key, " is given twice"));
+    }
+    return absl::OkStatus();
+  }
+  if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod or a PodGroup"));
+  KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &out->decoded));
+  const Pod& p = out->decoded.pods.back();
+  const std::string key = ObjectKey(p.meta);
+  if (!p.node_name.empty()) {
+    return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", key, " is already bound to ", p.node_name));
+  }
+  std::string group;
+  if (item["spec"].contains("schedulingGroup") && item["spec"]["schedulingGroup"].is_object()) {
+    const json& g = item["spec"]["schedulingGroup"];
+    if (g.contains("podGroupName")) {
+      if (!g["podGroupName"].is_string() || g["podGroupName"].get<std::string>().empty()) {
+        return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, ": spec.schedulingGroup.podGroupName: must be a name"));
+      }
+      group = StrCat(p.meta.namespace_, "/", g["podGroupName"].get<std::string>());
+      (*named)[key] = where;
+    }
+  }
+  out->group_of.push_back(group);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::string_view text, bool keep_json) const {
+  if (shape_decode_) {
+    if (std::optional<RequestPods> fast = DecodeRequestByShape(text, keep_json)) return std::move(*fast);
+  }
+  int64_t decoded = 0;
   KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
   RequestPods out;
   out.decoded.pods.reserve(items.size());
   std::map<std::string, std::string> named;  // member -> where its reference was read
   for (auto& [item, where] : items) {
-    if (item.contains("kind") && item["kind"] == "PodGroup") {
-      // scheduling.k8s.io PodGroup: only its gang policy matters here.
-      const std::string ns = Field(item, "metadata", "namespace");
-      const std::string key = StrCat(ns.empty() ? "default" : ns, "/", Field(item, "metadata", "name"));
-      const json* policy = item.contains("spec") && item["spec"].is_object() && item["spec"].contains("schedulingPolicy")
-                               ? &item["spec"]["schedulingPolicy"]
-                               : nullptr;
-      if (!policy || !policy->is_object() || !policy->contains("gang")) continue;  // a basic policy: no gang
-      const json& gang = (*policy)["gang"];
-      if (!gang.is_object() || !gang.contains("minCount") || !gang["minCount"].is_number_integer() ||
-          gang["minCount"].get<int64_t>() < 1 || gang["minCount"].get<int64_t>() > (1 << 30)) {
-        return absl::InvalidArgumentError(
-            StrCat(where, ": PodGroup ", key, ": spec.schedulingPolicy.gang.minCount: must be a positive integer"));
-      }
-      GangSpec g{key, static_cast<int32_t>(gang["minCount"].get<int64_t>()), {}};
-      if (!out.pod_groups.emplace(key, std::move(g)).second) {
-        return absl::InvalidArgumentError(StrCat(where, ": PodGroup ", key, " is given twice"));
-      }
-      continue;
-    }
-    if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod or a PodGroup"));
-    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &out.decoded));
-    const Pod& p = out.decoded.pods.back();
-    const std::string key = ObjectKey(p.meta);
-    if (!p.node_name.empty()) {
-      return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", key, " is already bound to ", p.node_name));
-    }
-    std::string group;
-    if (item["spec"].contains("schedulingGroup") && item["spec"]["schedulingGroup"].is_object()) {
-      const json& g = item["spec"]["schedulingGroup"];
-      if (g.contains("podGroupName")) {
-        if (!g["podGroupName"].is_string() || g["podGroupName"].get<std::string>().empty()) {
-          return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, ": spec.schedulingGroup.podGroupName: must be a name"));
-        }
-        group = StrCat(p.meta.namespace_, "/", g["podGroupName"].get<std::string>());
-        named[key] = where;
-      }
-    }
-    out.group_of.push_back(group);
+    const size_t pods = out.decoded.pods.size();
+    KPLACE_RETURN_IF_ERROR(AddRequestItem(item, where, &out, &named));
+    if (out.decoded.pods.size() == pods) continue;  // a PodGroup
+    ++decoded;
     // A dry run keeps nothing; a commit keeps each placed pod's JSON for Snapshot.
-    auto [at, fresh] = out.raw.emplace(key, keep_json ? std::move(item) : json());
+    const std::string key = ObjectKey(out.decoded.pods.back().meta);
+    auto [at, fresh] = out.raw.emplace(key, keep_json ? KeptJson{std::move(item), {}} : KeptJson{});
     if (!fresh) return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, " is given twice"));
   }
-  for (size_t k = 0; k < out.decoded.pods.size(); ++k) {
-    if (out.group_of[k].empty()) continue;
-    auto g = out.pod_groups.find(out.group_of[k]);
-    const std::string key = ObjectKey(out.decoded.pods[k].meta);
-    if (g == out.pod_groups.end()) {
+  KPLACE_RETURN_IF_ERROR(FinishRequest(named, &out));
+  counts_.decoded += decoded;
+  return out;
+}
+
+std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(std::string_view text,
+                                                                              bool keep_json) const {
+  // Only a JSON object with "items" (what Items opens) whose every part is valid JSON of
+  // the depth ParseDocuments accepts: the top-level fields and each shape's first item are
+  // parsed here (simdjson, with room under kMaxNestingDepth for the list's two levels); a
+  // later item of a shape is valid as its first was (pod_shapes.h).
+  simdjson::dom::parser parser;
+  const auto valid = [&](std::string_view part) {
+    if (parser.capacity() < part.size() && parser.allocate(part.size(), kMaxNestingDepth - 8)) return false;
+    simdjson::dom::element e;
+    return !parser.parse(part.data(), part.size(), /*realloc_if_needed=*/true).get(e);
+  };
+  RequestPods out;
+  std::map<std::string, std::string> named;
+  PodShapeKeyer keyer;
+  PodShapes shapes;
+  std::vector<std::string_view> fields;
+  size_t i = 0;
+  int64_t shared = 0;
+  const bool split = keyer.SplitList(text, &fields, [&](const PodShapeKeyer::Item& item) {
+    const size_t at = i++;
+    const auto where = [at] { return StrCat("pods: items[", at, "]"); };
+    if (const PodShape* shape = item.keyed ? shapes.Find(keyer.key()) : nullptr) {
+      if (item.cuts.node_name && !item.cuts.node_name->empty()) return false;  // already bound: refused
+      out.decoded.pods.push_back(PodShapes::Instance(shape->pod, item.cuts));
+      ++shared;
+      out.group_of.push_back(shape->group);
+      if (!shape->group.empty()) named[ObjectKey(out.decoded.pods.back().meta)] = where();
+    } else {
+      if (!valid(item.text)) return false;
+      const json j = json::parse(item.text, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return false;
+      const size_t pods = out.decoded.pods.size();
+      if (!AddRequestItem(j, where(), &out, &named).ok()) return false;
+      if (out.decoded.pods.size() == pods) return true;  // a PodGroup
+      if (item.keyed) shapes.Add(keyer.key(), PodShape{out.decoded.pods.back(), out.group_of.back()});
+    }
+    KeptJson kept;
+    if (keep_json) kept.text = std::string(item.text);
+    return out.raw.emplace(ObjectKey(out.decoded.pods.back().meta), std::move(kept)).second;
+  });
+  if (!split) return std::nullopt;
+  for (std::string_view field : fields) {
+    if (!valid(field)) return std::nullopt;
+  }
+  if (!FinishRequest(named, &out).ok()) return std::nullopt;
+  counts_.shared += shared;
+  counts_.decoded += static_cast<int64_t>(out.decoded.pods.size()) - shared;
+  return out;
+}
+
+absl::Status PlacementState::FinishRequest(const std::map<std::string, std::string>& named, RequestPods* out) const {
+  for (size_t k = 0; k < out->decoded.pods.size(); ++k) {
+    if (out->group_of[k].empty()) continue;
+    auto g = out->pod_groups.find(out->group_of[k]);
+    const std::string key = ObjectKey(out->decoded.pods[k].meta);
+    if (g == out->pod_groups.end()) {
       return absl::InvalidArgumentError(StrCat(named.at(key), ": Pod ", key, ": spec.schedulingGroup.podGroupName: PodGroup ",
-                                               out.group_of[k], " with a gang policy is not in the request"));
+                                               out->group_of[k], " with a gang policy is not in the request"));
     }
     g->second.pods.push_back(key);
   }
-  KPLACE_RETURN_IF_ERROR(ResolvePriorities(classes_, &out.decoded.pods, "pods"));
-  return out;
+  return ResolvePriorities(classes_, &out->decoded.pods, "pods");
 }
 
 // Explanations for one call only: the scheduler keeps them while `on`, then batches again.
@@ -299,9 +429,11 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   KPLACE_RETURN_IF_ERROR(Check(expected));
   const ExplainScope scope(scheduler_.get(), explain);
   KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, !dry_run));
-  const std::vector<Pod>& pods = req.decoded.pods;
-  std::map<std::string, size_t> index;
-  for (size_t k = 0; k < pods.size(); ++k) index[ObjectKey(pods[k].meta)] = k;
+  std::vector<Pod>& pods = req.decoded.pods;
+  std::map<std::string, size_t> index;  // for gangs only
+  if (!request_gangs.empty() || !req.pod_groups.empty()) {
+    for (size_t k = 0; k < pods.size(); ++k) index[ObjectKey(pods[k].meta)] = k;
+  }
   // Every gang, and each pod's gang (-1: none).
   std::vector<GangSpec> gangs;
   for (auto& [key, g] : req.pod_groups) {
@@ -333,7 +465,14 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   auto flush = [&] {
     if (run.empty()) return;
     std::vector<Pod> batch;
-    for (size_t k : run) batch.push_back(pods[k]);
+    batch.reserve(run.size());
+    for (size_t k : run) {
+      if (explain) {
+        batch.push_back(pods[k]);  // Explain reads the pods afterwards
+      } else {
+        batch.push_back(std::move(pods[k]));  // a run's pods are not read again
+      }
+    }
     std::vector<cycle::Placement> r = scheduler_->ScheduleAll(batch);
     for (size_t j = 0; j < run.size(); ++j) placed[run[j]] = std::move(r[j]);
     run.clear();
@@ -365,8 +504,12 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   }
   for (const cycle::Placement& p : out.placements) {
     if (p.node.empty()) continue;
-    json pod = std::move(req.raw.at(p.pod));
-    pod["spec"]["nodeName"] = p.node;
+    KeptJson pod = std::move(req.raw.at(p.pod));
+    if (pod.text.empty()) {
+      pod.value["spec"]["nodeName"] = p.node;
+    } else {
+      pod.node_name = p.node;
+    }
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
   }
@@ -437,25 +580,25 @@ json PlacementState::Snapshot() const {
   const ObjectSet now = scheduler_->Objects();
   for (const Node& n : now.nodes) {
     auto it = objects_.find(StrCat("Node:/", n.meta.name));
-    if (it != objects_.end()) items.push_back(it->second);
+    if (it != objects_.end()) items.push_back(it->second.Get());
   }
   std::set<std::string> seen;
   for (const std::string& key : order_) {
     if (key.rfind("Node:", 0) == 0 || !seen.insert(key).second) continue;
     auto it = objects_.find(key);
-    if (it != objects_.end()) items.push_back(it->second);
+    if (it != objects_.end()) items.push_back(it->second.Get());
   }
   for (const Pod& p : now.pods) {
     auto it = pods_.find(ObjectKey(p.meta));
     if (it == pods_.end()) continue;
-    json pod = it->second;
+    json pod = it->second.Get();
     pod["spec"]["nodeName"] = p.node_name;
     if (!p.meta.deletion_timestamp.empty() && !pod["metadata"].contains("deletionTimestamp")) {
       pod["metadata"]["deletionTimestamp"] = p.meta.deletion_timestamp;
     }
     items.push_back(std::move(pod));
   }
-  for (const std::string& key : pending_) items.push_back(pods_.at(key));
+  for (const std::string& key : pending_) items.push_back(pods_.at(key).Get());
   return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
 }
 

@@ -115,7 +115,7 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoApply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    return ApplyEvents({req->events().begin(), req->events().end()},
+    return ApplyEvents({req->events().begin(), req->events().end()},  // views of the request's strings
                        Expected(req->has_expected_revision(), req->expected_revision()), resp);
   }
 
@@ -123,12 +123,14 @@ class PlacementService final : public v1::Placement::Service {
                              v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     // Gathered first: a client that goes away mid-stream leaves nothing applied.
-    std::vector<std::string> events;
+    // The messages are kept and their events viewed, not copied.
+    std::vector<std::unique_ptr<v1::ApplyRequest>> reqs;
+    std::vector<std::string_view> events;
     std::optional<uint64_t> expected;
-    v1::ApplyRequest req;
-    while (reader->Read(&req)) {
-      if (req.has_expected_revision()) expected = req.expected_revision();
-      events.insert(events.end(), req.events().begin(), req.events().end());
+    for (auto req = std::make_unique<v1::ApplyRequest>(); reader->Read(req.get()); req = std::make_unique<v1::ApplyRequest>()) {
+      if (req->has_expected_revision()) expected = req->expected_revision();
+      events.insert(events.end(), req->events().begin(), req->events().end());
+      reqs.push_back(std::move(req));
     }
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled: nothing applied");
     return ApplyEvents(events, expected, resp);
@@ -208,7 +210,7 @@ class PlacementService final : public v1::Placement::Service {
     }
   }
 
-  grpc::Status ApplyEvents(const std::vector<std::string>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {
+  grpc::Status ApplyEvents(const std::vector<std::string_view>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Apply(events, expected);
     if (!r.ok()) return ToGrpc(r.status());

@@ -163,5 +163,160 @@ TEST(PlacementStateTest, BadRequestsNameTheObjectAndChangeNothing) {
   EXPECT_EQ(s.Snapshot().dump(), snapshot);
 }
 
+// Everything a reply says of a placement, for comparing two runs.
+std::string Describe(const absl::StatusOr<ScheduleResult>& r) {
+  if (!r.ok()) return StrCat("error ", r.status().ToString());
+  std::string out = StrCat("revision ", r->revision, "\n");
+  for (const cycle::Placement& p : r->placements) {
+    out += StrCat(p.pod, " node=", p.node, " code=", static_cast<int>(p.code), " feasible=", p.feasible, " score=", p.score,
+                  " attempts=", p.attempts, " message=", p.message);
+    if (p.preemption) {
+      out += StrCat(" nominated=", p.preemption->nominated_node, " victims=");
+      for (const std::string& v : p.preemption->victims) out += v + ",";
+    }
+    out += "\n";
+  }
+  for (const GangResult& g : r->gangs) {
+    out += StrCat("gang ", g.name, " placed=", g.placed, " count=", g.placed_count, " first=", g.first_unplaced, " ",
+                  g.reason, "\n");
+  }
+  for (const std::string& e : r->explanations) out += e + "\n";
+  return out;
+}
+
+// A pod of one template, as a client sends replicas: only name (and uid) differ.
+std::string Replica(const std::string& name, const std::string& cpu = "1", const std::string& extra_meta = "") {
+  return StrCat(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")", name, R"(","uid":"uid-)", name, R"(",)", extra_meta,
+                R"("namespace":"default"},"spec":{"containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":")",
+                cpu, R"("}}}]}})");
+}
+
+// Each request decoded by shape and the general way gives the same reply, the same errors
+// and the same Snapshot afterwards.
+TEST(PlacementStateTest, ShapeDecodeRepliesAsTheGeneralDecode) {
+  PlacementState fast, general;
+  general.set_shape_decode(false);
+  const std::string cluster = List({NodeJson("a", "4"), NodeJson("b", "4"), NodeJson("c", "2"), PodJson("old", "1", "a")});
+  ASSERT_TRUE(fast.Reset(cluster, "").ok());
+  ASSERT_TRUE(general.Reset(cluster, "").ok());
+  // Replicas that share a shape, and pods that differ from them in one field each (a
+  // request, a label, a priority): those must not share the replicas' decode.
+  std::vector<std::string> mixed;
+  for (int i = 0; i < 6; ++i) mixed.push_back(Replica(StrCat("r", i)));
+  mixed.push_back(Replica("big", "3"));
+  mixed.push_back(Replica("labelled", "1", R"("labels":{"app":"x"},)"));
+  std::string urgent = Replica("urgent");
+  urgent.replace(urgent.find(R"("spec":{)"), 8, R"("spec":{"priority":100,)");
+  mixed.push_back(urgent);
+  mixed.push_back(Replica("r6"));
+  const std::vector<std::pair<std::string, bool>> requests = {
+      {List(mixed), true},
+      {List(mixed), false},
+      {List({Replica("s0", "2"), Replica("s1", "2"), Replica("s2", "2"), Replica("s3", "2")}), false},  // some do not fit
+      {List({PodGroupJson("g", 2), GroupMember("m0", "1", "g"), GroupMember("m1", "1", "g"), Replica("t0")}), false},
+      {"{\n  \"kind\": \"List\",\n  \"items\": [\n" + Replica("w0") + ",\n" + Replica("w1") + "\n  ]\n}\n", false},
+      {Replica("single"), false},                                        // a Pod, not a List
+      {"kind: Pod\nmetadata: {name: y0}\nspec: {containers: [{name: c}]}\n", false},  // YAML
+      // Refused, the same way by both: bound, twice, not a pod, bad JSON, bad value, too deep.
+      {List({Replica("e0"), PodJson("e1", "1", "a")}), false},
+      {List({Replica("e2"), Replica("e3"), Replica("e2")}), false},
+      {List({Replica("e4"), NodeJson("n", "1")}), false},
+      {List({Replica("e5"), Replica("e6")}).substr(0, 120), false},
+      {List({Replica("e7"), Replica("e8", "lots")}), false},
+      {List({Replica("e9"), Replica("e10", "1", R"("labels":{"a":)" + std::string(300, '[') + std::string(300, ']') + "},")}), false},
+      {List({Replica("e11"), GroupMember("e12", "1", "missing")}), false},
+  };
+  for (const auto& [text, dry_run] : requests) {
+    const std::string want = Describe(general.Schedule(text, dry_run, std::nullopt));
+    EXPECT_EQ(Describe(fast.Schedule(text, dry_run, std::nullopt)), want) << text;
+    EXPECT_EQ(fast.Snapshot().dump(), general.Snapshot().dump()) << text;
+    EXPECT_EQ(fast.revision(), general.revision());
+  }
+  // The shared decodes did happen: of each `mixed` request's 10 pods the 7 replicas (r0-r6)
+  // share one decode (6 shared), "big", "labelled" and "urgent" each take their own; the
+  // other Lists share 3 (s1-s3), 1 (m1) and 1 (w1).
+  EXPECT_EQ(fast.decode_counts().shared, 6 + 6 + 3 + 1 + 1);
+  EXPECT_EQ(general.decode_counts().shared, 0);
+  // Evaluate and explanations too.
+  EXPECT_EQ(Describe(fast.Evaluate(List(mixed), std::nullopt, true)), Describe(general.Evaluate(List(mixed), std::nullopt, true)));
+
+  // Real values, not only agreement: on a fresh cluster three replicas of one shape and a
+  // pod that differs only in its request: the replicas fit, the 5-CPU pod fits no node.
+  PlacementState fresh;
+  ASSERT_TRUE(fresh.Reset(cluster, "").ok());
+  auto r = fresh.Schedule(List({Replica("x0"), Replica("x1"), Replica("x2"), Replica("x3", "5")}), true, std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->placements.size(), 4u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r->placements[i].pod, StrCat("default/x", i));
+    EXPECT_FALSE(r->placements[i].node.empty()) << i;
+  }
+  EXPECT_EQ(r->placements[3].node, "");
+  EXPECT_EQ(r->placements[3].message,
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful "
+            "for scheduling.");
+}
+
+std::string Event(const std::string& type, const std::string& object) {
+  return StrCat(R"({"type":")", type, R"(","object":)", object, "}");
+}
+
+std::string Status(const absl::StatusOr<uint64_t>& r) { return r.ok() ? StrCat("revision ", *r) : r.status().ToString(); }
+
+TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
+  PlacementState fast, general;
+  general.set_shape_decode(false);
+  const std::string cluster = List({NodeJson("a", "8"), NodeJson("b", "8")});
+  ASSERT_TRUE(fast.Reset(cluster, "").ok());
+  ASSERT_TRUE(general.Reset(cluster, "").ok());
+  const auto bound = [](const std::string& name, const std::string& node, const std::string& cpu = "1") {
+    std::string pod = Replica(name, cpu);
+    return pod.replace(pod.find(R"("spec":{)"), 8, StrCat(R"("spec":{"nodeName":")", node, R"(",)"));
+  };
+  std::string pc = R"({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000})";
+  std::string classed = Replica("classed");
+  classed.replace(classed.find(R"("spec":{)"), 8, R"("spec":{"priorityClassName":"high",)");
+  std::string classed2 = Replica("classed2");
+  classed2.replace(classed2.find(R"("spec":{)"), 8, R"("spec":{"priorityClassName":"high",)");
+  const std::vector<std::vector<std::string>> calls = {
+      {Event("ADDED", bound("p0", "a")), Event("ADDED", bound("p1", "b")), Event("ADDED", bound("p2", "a", "2")),
+       Event("ADDED", Replica("pending0")), Event("ADDED", Replica("pending1")), R"({"type":"BOOKMARK","object":{}})"},
+      {Event("MODIFIED", bound("p0", "b")), Event("DELETED", bound("p1", "b")), Event("DELETED", Replica("pending0")),
+       Event("ADDED", NodeJson("c", "4"))},
+      // A pod whose class arrives in the same call, and one after the class is known.
+      {Event("ADDED", classed), Event("ADDED", pc), Event("ADDED", classed2)},
+      {Event("ADDED", pc), Event("ADDED", classed2)},
+      // Refused midway: nothing of the call stays (a shape seen before the failure included).
+      {Event("ADDED", bound("q0", "a")), Event("ADDED", bound("q1", "a")), Event("ADDED", bound("q0", "a"))},
+      {Event("ADDED", bound("q2", "a")), Event("DELETED", bound("nope", "a"))},
+      {Event("ADDED", bound("q3", "a")), Event("ADDED", bound("q4", "nowhere"))},
+      {Event("ADDED", bound("q5", "a")), Event("ADDED", bound("q6", "a", "x"))},
+      {Event("ADDED", bound("q7", "a")), R"({"type":"ADDED","object":)" + bound("q8", "a")},
+      {Event("ADDED", bound("q9", "a")), Event("REPLACED", bound("q10", "a"))},
+      {Event("ADDED", bound("q11", "a")), StrCat(R"({"type":"ADDED","object":)", bound("q12", "a"), R"(,"x":1})")},
+      {Event("ADDED", bound("q13", "b")), Event("ADDED", bound("q14", "b"))},
+  };
+  for (const std::vector<std::string>& events : calls) {
+    const std::vector<std::string_view> views(events.begin(), events.end());
+    const std::string want = Status(general.Apply(views, std::nullopt));
+    EXPECT_EQ(Status(fast.Apply(views, std::nullopt)), want) << events[0];
+    EXPECT_EQ(fast.Snapshot().dump(), general.Snapshot().dump()) << events[0];
+  }
+  // Shared per call (a call's first pod of each shape decodes): p1 and pending1; p1's
+  // deletion; q1 and q0's second add; "nope"; q4; q14. A truncated event, an unknown type
+  // and an extra field take the general decode.
+  EXPECT_EQ(fast.decode_counts().shared, 2 + 1 + 2 + 1 + 1 + 1);
+  EXPECT_EQ(general.decode_counts().shared, 0);
+  // Real values: the committed state has what the events said.
+  const std::vector<std::string> pods = Names(fast.Snapshot(), "Pod");
+  // (A pod bound to a node the cluster lacks is taken, as upstream's cache takes it; a
+  // watch event's extra fields are ignored; "classed" came before its class, so its call
+  // was refused whole.)
+  EXPECT_EQ(pods, (std::vector<std::string>{"p2@a", "p0@b", "q3@a", "q4@nowhere", "q11@a", "q12@a", "q13@b", "q14@b",
+                                            "classed2", "pending1"}));
+  EXPECT_EQ(Describe(fast.Schedule(List({Replica("z", "6")}), true, std::nullopt)),
+            Describe(general.Schedule(List({Replica("z", "6")}), true, std::nullopt)));
+}
+
 }  // namespace
 }  // namespace kplace::serve

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "absl/status/statusor.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/scheduler.h"
@@ -58,7 +60,7 @@ class PlacementState {
   /** @brief Applies watch events in order, all or none. FailedPrecondition when `expected`
    *  is not the current revision; InvalidArgument (naming the event and the field) when one
    *  is refused: then nothing is applied. Returns the new revision. */
-  absl::StatusOr<uint64_t> Apply(const std::vector<std::string>& events, std::optional<uint64_t> expected);
+  absl::StatusOr<uint64_t> Apply(const std::vector<std::string_view>& events, std::optional<uint64_t> expected);
   /** @brief Schedules `pods` (pending pods as Reset reads objects) in queue order. A dry
    *  run decides as a commit would and leaves the state and revision as they were.
    *  Gangs (`gangs`, and PodGroups in `pods` whose schedulingPolicy is gang, named by their
@@ -78,15 +80,39 @@ class PlacementState {
   uint64_t revision() const { return revision_; }
   bool ready() const { return scheduler_ != nullptr; }
 
+  /** Whether requests and events decode each distinct pod shape once (src/serve/pod_shapes.h;
+   *  on by default). Off, every object takes the general decode: the tests compare the two. */
+  void set_shape_decode(bool on) { shape_decode_ = on; }
+  /** Pods (of requests and of watch events) that shared an earlier pod's decode, and pods
+   *  decoded on their own, since the state was made. */
+  struct DecodeCounts {
+    int64_t shared = 0, decoded = 0;
+  };
+  DecodeCounts decode_counts() const { return counts_; }
+
  private:
   using json = nlohmann::json;
+  // An object's JSON as Snapshot writes it: parsed, or the text it came as (valid JSON,
+  // parsed when Snapshot asks, which gives the value parsing it on arrival would have).
+  struct KeptJson {
+    json value;
+    std::string text;                     // when not empty, the JSON is this text's
+    std::optional<std::string> node_name;  // with `text`: its spec.nodeName is set to this
+    json Get() const {
+      if (text.empty()) return value;
+      json j = json::parse(text);
+      if (node_name) j["spec"]["nodeName"] = *node_name;
+      return j;
+    }
+  };
   // A change to the JSON kept for Snapshot, undone when a later event of the call fails.
   struct MirrorUndo {
     std::string key;
-    std::optional<json> before;
+    std::optional<KeptJson> before;
     bool pod = false;
     bool was_pending = false;
   };
+  class EventDecoder;
   absl::Status Check(std::optional<uint64_t> expected) const;
   // The pending pods of a request, decoded with their priorities, each pod's JSON when
   // `keep_json`, and the request's PodGroups with the members that name them.
@@ -95,10 +121,20 @@ class PlacementState {
   // Each placement as `kplace explain` writes it (cycle::PlacementJson), into out->explanations.
   void Explain(const std::vector<Pod>& pods, ScheduleResult* out) const;
   absl::StatusOr<RequestPods> DecodeRequest(std::string_view text, bool keep_json) const;
+  // DecodeRequest for a JSON List, each distinct pod shape decoded once; nullopt when the
+  // text is not such a List or anything in it is refused (DecodeRequest then decodes it
+  // the general way, which names the error).
+  std::optional<RequestPods> DecodeRequestByShape(std::string_view text, bool keep_json) const;
+  // One item of a request: a PodGroup (its gang into out->pod_groups) or a pending pod
+  // (decoded into out->decoded, its group into out->group_of, `named` the reference's place).
+  absl::Status AddRequestItem(const json& item, const std::string& where, RequestPods* out,
+                              std::map<std::string, std::string>* named) const;
+  // The request's gangs resolved (members added to their PodGroups) and priorities admitted.
+  absl::Status FinishRequest(const std::map<std::string, std::string>& named, RequestPods* out) const;
   // Places `members` (indices into `pods`, queue order) of `gang` all or nothing, into `placed`.
   absl::StatusOr<GangResult> PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
                                        const std::vector<size_t>& members, std::vector<cycle::Placement>* placed);
-  absl::Status ApplyOne(const std::string& text, const std::string& where, std::vector<MirrorUndo>* undo);
+  absl::Status ApplyOne(std::string_view text, size_t k, EventDecoder* decoder, std::vector<MirrorUndo>* undo);
   void Rollback(std::vector<MirrorUndo>* undo);
 
   cycle::Options options_;
@@ -107,10 +143,13 @@ class PlacementState {
   std::unique_ptr<cycle::Scheduler> scheduler_;
   uint64_t revision_ = 0;
   std::vector<std::string> order_;          // keys of non-pod objects, in arrival order
-  std::map<std::string, json> objects_;     // non-pod objects by kind/namespace/name
-  std::map<std::string, json> pods_;        // every pod's JSON by namespace/name
+  using KeptMap = absl::flat_hash_map<std::string, KeptJson>;
+  KeptMap objects_;  // non-pod objects by kind/namespace/name
+  KeptMap pods_;     // every pod's JSON by namespace/name
   std::set<std::string> pending_;           // pods in the cluster without a node
   ObjectSet classes_;                       // PriorityClasses now, for pods that arrive
+  bool shape_decode_ = true;
+  mutable DecodeCounts counts_;
 };
 
 }  // namespace kplace::serve
