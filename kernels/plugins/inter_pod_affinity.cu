@@ -1112,9 +1112,14 @@ class InterPodAffinity final : public engine::Plugin {
     std::hash<std::string_view> hash;
     size_t h = hash(pod.meta.namespace_);
     for (const auto& [k, v] : pod.meta.labels) h = (h * 1000003) ^ hash(k) ^ (hash(v) << 1);
-    auto [head, fresh] = class_by_hash_.emplace(h, -1);
-    for (int32_t c = head->second; c >= 0; c = classes_[c].next_same_hash) {
-      if (classes_[c].ns_name == pod.meta.namespace_ && classes_[c].raw_labels == pod.meta.labels) return c;
+    // Found first, made only when new: emplace would allocate a node on every bind.
+    auto head = class_by_hash_.find(h);
+    if (head != class_by_hash_.end()) {
+      for (int32_t c = head->second; c >= 0; c = classes_[c].next_same_hash) {
+        if (classes_[c].ns_name == pod.meta.namespace_ && classes_[c].raw_labels == pod.meta.labels) return c;
+      }
+    } else {
+      head = class_by_hash_.emplace(h, -1).first;
     }
     PodClass c;
     c.ns = strings_.Intern(pod.meta.namespace_);
