@@ -59,7 +59,7 @@ class ResourceColumns {
   /** Adds a bound pod's requests to its node: the node's sums grow by the pod's own, as
    *  upstream's NodeInfo.AddPod does (integer sums, so equal to recomputing the node). */
   void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    const NodeResources& delta = DeltaOf(pod);
+    const NodeResources& delta = s.RequestsOf(pod, i);
     std::vector<std::pair<int32_t, int64_t>>& scalar_adds = scalar_adds_;  // (entry, amount)
     scalar_adds.clear();
     for (const auto& [name, v] : delta.requested.scalars) {
@@ -92,7 +92,7 @@ class ResourceColumns {
    *  node is computed again from the pods still there. A scalar the node no longer
    *  requests keeps its entry at zero, which reads as no entry. */
   void RemovePod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    const NodeResources& delta = DeltaOf(pod);
+    const NodeResources& delta = s.RequestsOf(pod, i);
     bool exact = true;
     auto check = [&](Column<int64_t>& c, size_t k, int64_t v) {
       if (v != 0 && c.host[k] == std::numeric_limits<int64_t>::max()) exact = false;
@@ -178,17 +178,6 @@ class ResourceColumns {
     }
   }
 
-  /** What `pod` adds to a node; consecutive binds are mostly replicas, so the last is kept. */
-  const NodeResources& DeltaOf(const Pod& pod) {
-    if (!has_last_ || !SameRequests(pod, last_pod_)) {
-      last_delta_ = NodeResources{};
-      last_delta_.AddPod(pod, pod_level_);
-      last_pod_ = pod;
-      has_last_ = true;
-    }
-    return last_delta_;
-  }
-
   /** Column slot of a scalar resource, or -1 when no node has it. */
   int32_t FindSlot(const std::string& name) const {
     auto it = slots_.find(name);
@@ -239,9 +228,6 @@ class ResourceColumns {
   int32_t n_ = 0;
   bool pod_level_ = true;
   std::map<std::string, int32_t> slots_;
-  bool has_last_ = false;  // the last bound pod's requests and its contribution
-  Pod last_pod_;
-  NodeResources last_delta_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
   Column<int32_t> scalar_offsets_, scalar_slot_;
