@@ -1112,7 +1112,7 @@ class CycleScheduler final : public Scheduler {
       }
     }
     PodBox pod = std::move(live.own);
-    if (pod.empty() && (keep || Logging())) pod = PodBox{*live.pod};
+    if (pod.empty() && (keep || Logging())) pod = PodBox(1, *live.pod);
     if (Logging()) {
       undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, keep ? pod : std::move(pod), live.seq, nullptr});
     }
@@ -1512,7 +1512,7 @@ class CycleScheduler final : public Scheduler {
   }
 
   void Bind(const Pod& pod, NodeIndex host) {
-    PodBox own{pod};
+    PodBox own(1, pod);  // one copy (a braced list would copy twice)
     own[0].node_name = objects().nodes[host].meta.name;
     const Pod* stored = own.data();
     if (options_.reference) {
