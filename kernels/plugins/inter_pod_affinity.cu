@@ -227,7 +227,7 @@ struct ScoreState : KeptState {
 };
 
 /** A bound pod as replays see it: its node, its label class and the existing-term cells
- *  it counted in (AddTerm calls that reached a domain). */
+ *  it counted in (those whose key its node has). */
 struct BoundPod {
   struct Added {
     int32_t term;
@@ -237,6 +237,66 @@ struct BoundPod {
   NodeIndex node;
   int32_t cls;
   std::vector<Added> terms;
+};
+
+// Field-by-field equality of the model's affinity types (they have no operator==).
+bool Same(const LabelSelector& a, const LabelSelector& b);
+bool Same(const PodAffinityTerm& a, const PodAffinityTerm& b);
+bool Same(const WeightedPodAffinityTerm& a, const WeightedPodAffinityTerm& b);
+bool Same(const PodAffinity& a, const PodAffinity& b);
+
+bool Same(const LabelSelectorRequirement& a, const LabelSelectorRequirement& b) {
+  return a.key == b.key && a.op == b.op && a.values == b.values;
+}
+bool Same(const LabelSelector& a, const LabelSelector& b) {
+  if (a.match_labels != b.match_labels || a.match_expressions.size() != b.match_expressions.size()) return false;
+  for (size_t i = 0; i < a.match_expressions.size(); ++i) {
+    if (!Same(a.match_expressions[i], b.match_expressions[i])) return false;
+  }
+  return true;
+}
+template <typename T>
+bool Same(const std::optional<T>& a, const std::optional<T>& b) {
+  return a.has_value() == b.has_value() && (!a || Same(*a, *b));
+}
+bool Same(const PodAffinityTerm& a, const PodAffinityTerm& b) {
+  return Same(a.label_selector, b.label_selector) && a.namespaces == b.namespaces &&
+         Same(a.namespace_selector, b.namespace_selector) && a.topology_key == b.topology_key &&
+         a.match_label_keys == b.match_label_keys && a.mismatch_label_keys == b.mismatch_label_keys;
+}
+bool Same(const WeightedPodAffinityTerm& a, const WeightedPodAffinityTerm& b) {
+  return a.weight == b.weight && Same(a.term, b.term);
+}
+template <typename T>
+bool Same(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!Same(a[i], b[i])) return false;
+  }
+  return true;
+}
+bool Same(const PodAffinity& a, const PodAffinity& b) { return Same(a.required, b.required) && Same(a.preferred, b.preferred); }
+
+/** An existing pod's terms as AddExistingPod counts them: compiled, with their kind and
+ *  weight, and their existing-term id once some pod counted them (-1 before). */
+struct CompiledExistingTerm {
+  Term term;
+  TermKind kind;
+  int32_t weight;
+  int32_t id = -1;
+};
+
+/** The last existing pod with terms, and its terms compiled: most bound pods are replicas,
+ *  so a bind compares the pod's affinity with it instead of parsing and compiling again.
+ *  `labels` are compared only when a term reads them (matchLabelKeys). Valid until
+ *  Prepare (slots and existing-term ids start again there). */
+struct LastExistingTerms {
+  bool valid = false;
+  std::string ns;
+  std::optional<PodAffinity> affinity, anti;
+  bool reads_labels = false;
+  Labels labels;
+  std::vector<CompiledExistingTerm> terms;
 };
 
 /** The incoming pod as PreFilter (required terms) or PreScore (preferred terms) compiles
@@ -382,6 +442,7 @@ class InterPodAffinity final : public engine::Plugin {
     table_of_.clear();
     terms_.clear();
     term_of_.clear();
+    last_existing_ = LastExistingTerms{};
     anti_terms_.clear();
     score_terms_.clear();
     ReadNamespaces(s);
@@ -1032,16 +1093,14 @@ class InterPodAffinity final : public engine::Plugin {
     BoundPod bound{node, -1, {}};
     // Terms first: they may add slots, which the class below then counts in.
     if (plugins::IpaHasPodAffinity(pod)) {
-      const int32_t ns = strings_.Intern(pod.meta.namespace_);
-      plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
-      auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
-        const int32_t id = AddTerm(t, ns, node, kind, weight);
-        if (id >= 0) bound.terms.push_back(BoundPod::Added{id, kind, weight});
-      };
-      for (const PodAffinityTerm& t : parsed.required_affinity) add(t, TermKind::kRequiredAffinity, 0);
-      for (const PodAffinityTerm& t : parsed.required_anti_affinity) add(t, TermKind::kRequiredAnti, 0);
-      for (const auto& wt : parsed.preferred_affinity) add(wt.term, TermKind::kPreferredAffinity, wt.weight);
-      for (const auto& wt : parsed.preferred_anti_affinity) add(wt.term, TermKind::kPreferredAnti, wt.weight);
+      // A term counts only where the node has its key (§3.2, §5).
+      for (CompiledExistingTerm& t : ExistingTermsOf(pod)) {
+        const int32_t d = Domain(t.term.slot, node);
+        if (d < 0) continue;
+        if (t.id < 0) t.id = TermId(t.term);
+        CountTerm(t.id, d, t.kind, t.weight, +1);
+        bound.terms.push_back(BoundPod::Added{t.id, t.kind, t.weight});
+      }
     }
     bound.cls = ClassOf(pod);
     CountClass(bound.cls, node, +1);
@@ -1053,9 +1112,14 @@ class InterPodAffinity final : public engine::Plugin {
     std::hash<std::string_view> hash;
     size_t h = hash(pod.meta.namespace_);
     for (const auto& [k, v] : pod.meta.labels) h = (h * 1000003) ^ hash(k) ^ (hash(v) << 1);
-    auto [head, fresh] = class_by_hash_.emplace(h, -1);
-    for (int32_t c = head->second; c >= 0; c = classes_[c].next_same_hash) {
-      if (classes_[c].ns_name == pod.meta.namespace_ && classes_[c].raw_labels == pod.meta.labels) return c;
+    // Found first, made only when new: emplace would allocate a node on every bind.
+    auto head = class_by_hash_.find(h);
+    if (head != class_by_hash_.end()) {
+      for (int32_t c = head->second; c >= 0; c = classes_[c].next_same_hash) {
+        if (classes_[c].ns_name == pod.meta.namespace_ && classes_[c].raw_labels == pod.meta.labels) return c;
+      }
+    } else {
+      head = class_by_hash_.emplace(h, -1).first;
     }
     PodClass c;
     c.ns = strings_.Intern(pod.meta.namespace_);
@@ -1127,19 +1191,49 @@ class InterPodAffinity final : public engine::Plugin {
     ForgetKept();  // not needed for exactness; a rebuild after a reset is the simple rule
   }
 
-  // Counts one term of a pod bound to `node`; returns its existing-term id, -1 when the
-  // node lacks the key (the term never counts, §3.2, §5).
-  int32_t AddTerm(const PodAffinityTerm& t, int32_t ns, NodeIndex node, TermKind kind, int32_t weight) {
-    Term term = Compile(t, ns);
-    const int32_t d = Domain(term.slot, node);
-    if (d < 0) return -1;
+  // `pod`'s terms compiled, in the order upstream's AddPod visits them: the last pod's when
+  // its affinity (and, for matchLabelKeys, its labels) and namespace are the same.
+  std::vector<CompiledExistingTerm>& ExistingTermsOf(const Pod& pod) {
+    LastExistingTerms& last = last_existing_;
+    const std::optional<PodAffinity>& aff = pod.affinity->pod_affinity;
+    const std::optional<PodAffinity>& anti = pod.affinity->pod_anti_affinity;
+    if (last.valid && last.ns == pod.meta.namespace_ && Same(last.affinity, aff) && Same(last.anti, anti) &&
+        (!last.reads_labels || last.labels == pod.meta.labels)) {
+      return last.terms;
+    }
+    last = LastExistingTerms{};
+    last.ns = pod.meta.namespace_;
+    last.affinity = aff;
+    last.anti = anti;
+    auto reads = [](const PodAffinityTerm& t) { return !t.match_label_keys.empty() || !t.mismatch_label_keys.empty(); };
+    for (const std::optional<PodAffinity>* a : {&aff, &anti}) {
+      if (!*a) continue;
+      for (const PodAffinityTerm& t : (*a)->required) last.reads_labels |= reads(t);
+      for (const WeightedPodAffinityTerm& t : (*a)->preferred) last.reads_labels |= reads(t.term);
+    }
+    last.reads_labels &= match_label_keys_;
+    if (last.reads_labels) last.labels = pod.meta.labels;
+    const int32_t ns = strings_.Intern(pod.meta.namespace_);
+    plugins::IpaPodTerms parsed = plugins::ParseIpaPodTerms(pod, match_label_keys_);
+    auto add = [&](const PodAffinityTerm& t, TermKind kind, int32_t weight) {
+      last.terms.push_back(CompiledExistingTerm{Compile(t, ns), kind, weight});
+    };
+    for (const PodAffinityTerm& t : parsed.required_affinity) add(t, TermKind::kRequiredAffinity, 0);
+    for (const PodAffinityTerm& t : parsed.required_anti_affinity) add(t, TermKind::kRequiredAnti, 0);
+    for (const auto& wt : parsed.preferred_affinity) add(wt.term, TermKind::kPreferredAffinity, wt.weight);
+    for (const auto& wt : parsed.preferred_anti_affinity) add(wt.term, TermKind::kPreferredAnti, wt.weight);
+    last.valid = true;
+    return last.terms;
+  }
+
+  // The existing-term id of `term`, made on first sight.
+  int32_t TermId(const Term& term) {
     std::string key = term.Key();
     auto it = term_of_.find(key);
     if (it == term_of_.end()) {
       it = term_of_.emplace(std::move(key), static_cast<int32_t>(terms_.size())).first;
-      terms_.push_back(ExistingTerm{std::move(term), {}, false, false});
+      terms_.push_back(ExistingTerm{term, {}, false, false});
     }
-    CountTerm(it->second, d, kind, weight, +1);
     return it->second;
   }
 
@@ -1208,6 +1302,7 @@ class InterPodAffinity final : public engine::Plugin {
   std::unordered_map<std::string, int32_t> table_of_;
   std::vector<ExistingTerm> terms_;
   std::unordered_map<std::string, int32_t> term_of_;
+  LastExistingTerms last_existing_;
   std::unordered_map<const Pod*, BoundPod> counted_;  // what each bound pod added, by its address
   std::vector<int32_t> anti_terms_;   // terms with required anti-affinity cells
   std::vector<int32_t> score_terms_;  // terms with required affinity or preferred cells

@@ -59,7 +59,6 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
         }
       }
     }
-    columns_.ForgetRemovals();
     Resource f = Resource::From(PodRequests(pod, nullptr, columns_.pod_level()), /*keep_pods=*/false);
     filter_ = FitFilterParams{};
     filter_.cpu_milli = f.milli_cpu;
@@ -87,9 +86,9 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
     ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
     return true;
   }
-  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot&,
+  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot& s,
                      VerdictCode* code) override {
-    if (!columns_.RowWithout(node, removed, &row_)) return false;
+    if (!columns_.RowWithout(node, removed, s, &row_)) return false;
     *code = plugins::FitFilterNode(row_.View(), filter_, 0);
     return true;
   }

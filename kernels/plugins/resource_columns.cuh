@@ -6,7 +6,6 @@
 #include <limits>
 #include <map>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/backend.cuh"
@@ -61,7 +60,7 @@ class ResourceColumns {
   /** Adds a bound pod's requests to its node: the node's sums grow by the pod's own, as
    *  upstream's NodeInfo.AddPod does (integer sums, so equal to recomputing the node). */
   void AddPod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    const NodeResources& delta = DeltaOf(pod);
+    const NodeResources& delta = s.RequestsOf(pod, i);
     std::vector<std::pair<int32_t, int64_t>>& scalar_adds = scalar_adds_;  // (entry, amount)
     scalar_adds.clear();
     for (const auto& [name, v] : delta.requested.scalars) {
@@ -94,8 +93,7 @@ class ResourceColumns {
    *  node is computed again from the pods still there. A scalar the node no longer
    *  requests keeps its entry at zero, which reads as no entry. */
   void RemovePod(const Pod& pod, NodeIndex i, const Snapshot& s) {
-    ForgetRemovals();  // `pod` may be freed
-    const NodeResources& delta = DeltaOf(pod);
+    const NodeResources& delta = s.RequestsOf(pod, i);
     bool exact = true;
     auto check = [&](Column<int64_t>& c, size_t k, int64_t v) {
       if (v != 0 && c.host[k] == std::numeric_limits<int64_t>::max()) exact = false;
@@ -130,7 +128,7 @@ class ResourceColumns {
                          slot.data(), alloc_scalar.data(), req_scalar.data()};
     }
   };
-  bool RowWithout(NodeIndex i, const std::vector<const Pod*>& removed, NodeRow* row) {
+  bool RowWithout(NodeIndex i, const std::vector<const Pod*>& removed, const Snapshot& s, NodeRow* row) {
     *row = NodeRow{alloc_cpu_.host[i], alloc_mem_.host[i], alloc_eph_.host[i], alloc_pods_.host[i],
                    req_cpu_.host[i],   req_mem_.host[i],   req_eph_.host[i],   nz_cpu_.host[i],
                    nz_mem_.host[i],    pod_count_.host[i], {0, 0},             {}, {}, {}};
@@ -148,16 +146,16 @@ class ResourceColumns {
       *sum -= v;
     };
     for (const Pod* pod : removed) {
-      auto it = removal_deltas_.find(pod);
-      if (it == removal_deltas_.end()) it = removal_deltas_.emplace(pod, Removal(*pod)).first;
-      const RemovalDelta& d = it->second;
-      sub(&row->req_cpu, d.dense[0]);
-      sub(&row->req_mem, d.dense[1]);
-      sub(&row->req_eph, d.dense[2]);
-      sub(&row->nz_cpu, d.dense[3]);
-      sub(&row->nz_mem, d.dense[4]);
-      sub(&row->pod_count, d.dense[5]);
-      for (const auto& [slot, v] : d.scalars) {
+      const NodeResources& d = s.RequestsOf(*pod, i);
+      sub(&row->req_cpu, d.requested.milli_cpu);
+      sub(&row->req_mem, d.requested.memory);
+      sub(&row->req_eph, d.requested.ephemeral_storage);
+      sub(&row->nz_cpu, d.non_zero_milli_cpu);
+      sub(&row->nz_mem, d.non_zero_memory);
+      sub(&row->pod_count, d.pod_count);
+      for (const auto& [name, v] : d.requested.scalars) {
+        if (v == 0) continue;
+        const int32_t slot = FindSlot(name);
         auto at = std::find(row->slot.begin(), row->slot.end(), slot);
         if (slot < 0 || at == row->slot.end()) return false;
         sub(&row->req_scalar[at - row->slot.begin()], v);
@@ -165,27 +163,6 @@ class ResourceColumns {
     }
     return exact;
   }
-  /** What a bound pod's removal takes off its node's request columns: requested cpu,
-   *  memory, ephemeral storage, non-zero cpu and memory, pods; scalars by slot. */
-  struct RemovalDelta {
-    int64_t dense[6];
-    std::vector<std::pair<int32_t, int64_t>> scalars;
-  };
-  RemovalDelta Removal(const Pod& pod) {
-    const NodeResources& d = DeltaOf(pod);  // replicas share one computation
-    RemovalDelta out{{d.requested.milli_cpu, d.requested.memory, d.requested.ephemeral_storage, d.non_zero_milli_cpu,
-                      d.non_zero_memory, d.pod_count},
-                     {}};
-    for (const auto& [name, v] : d.requested.scalars) {
-      if (v != 0) out.scalars.emplace_back(FindSlot(name), v);
-    }
-    return out;
-  }
-  /** The dry run's per-pod requests are kept while the pods stay bound and the pod compiled. */
-  void ForgetRemovals() {
-    if (!removal_deltas_.empty()) removal_deltas_.clear();
-  }
-
   /** Node i's object changed: its allocatable is written in place, or false when its
    *  scalar resources no longer fit the layout (the caller builds again). */
   bool UpdateNode(NodeIndex i, const Snapshot& s) {
@@ -251,17 +228,6 @@ class ResourceColumns {
     }
   }
 
-  /** What `pod` adds to a node; consecutive binds are mostly replicas, so the last is kept. */
-  const NodeResources& DeltaOf(const Pod& pod) {
-    if (!has_last_ || !SameRequests(pod, last_pod_)) {
-      last_delta_ = NodeResources{};
-      last_delta_.AddPod(pod, pod_level_);
-      last_pod_ = pod;
-      has_last_ = true;
-    }
-    return last_delta_;
-  }
-
   /** Column slot of a scalar resource, or -1 when no node has it. */
   int32_t FindSlot(const std::string& name) const {
     auto it = slots_.find(name);
@@ -312,14 +278,10 @@ class ResourceColumns {
   int32_t n_ = 0;
   bool pod_level_ = true;
   std::map<std::string, int32_t> slots_;
-  bool has_last_ = false;  // the last bound pod's requests and its contribution
-  Pod last_pod_;
-  NodeResources last_delta_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
   Column<int32_t> scalar_offsets_, scalar_slot_;
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
-  std::unordered_map<const Pod*, RemovalDelta> removal_deltas_;
 };
 
 /** A plugin that reads ResourceColumns: binds, unbinds and node events keep them. */

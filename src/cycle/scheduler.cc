@@ -346,19 +346,22 @@ class CycleScheduler final : public Scheduler {
  private:
   // A pod with a node, as the scheduler holds it: where it is stored, the node that counts
   // it (kNoId: none) and its entry number (the cluster's pod order, kept by every rebuild).
-  // Pods added after the build are the entry's own (`own`; null for the objects' pods).
+  // Pods added after the build are the entry's own (`own`; empty for the objects' pods).
+  // An owned pod sits in a one-element vector: an event's decoded pod is taken over with
+  // its vector, which costs less than moving a Pod member by member into an allocation.
+  using PodBox = std::vector<Pod>;
   struct LivePod {
     const Pod* pod;
     NodeIndex node;
     uint64_t seq;
-    std::unique_ptr<Pod> own;
+    PodBox own;
   };
   // One step of a transaction's undo log.
   // Small for the common step (a bind's undo is a key): the rest lives behind pointers.
   struct UndoEntry {
     enum What { kRemovePod, kRestorePod, kObjects, kRestoreNode, kMoveNode } what;
     std::string key;                        // kRemovePod
-    std::unique_ptr<Pod> pod;               // kRestorePod: the pod as it was, with its entry number
+    PodBox pod;                             // kRestorePod: the pod as it was, with its entry number
     uint64_t seq = 0;
     std::unique_ptr<state::Undo> objects;   // kObjects; kRestoreNode: the node's add at its list place;
                                             // kMoveNode: its old version's update at its list place
@@ -475,8 +478,10 @@ class CycleScheduler final : public Scheduler {
       if (event.kind == "Pod") return ApplyPod(std::move(event));
       return ApplyObjects(event);
     } catch (const std::exception& e) {
+      // An added pod is taken over (ApplyPod) before it is counted in: then the key is gone.
+      const bool taken = event.kind == "Pod" && event.object.pods.empty();
       return absl::InternalError(StrCat(event.where, ": applying ", state::EventTypeName(event.type), " ", event.kind,
-                                        " ", event.Key(), ": ", e.what()));
+                                        " ", taken ? std::string() : event.Key(), ": ", e.what()));
     }
   }
 
@@ -947,9 +952,9 @@ class CycleScheduler final : public Scheduler {
       const std::string key = ObjectKey(v->meta);
       auto it = pods_.find(key);
       if (it == pods_.end()) continue;
-      std::unique_ptr<Pod> p = RemovePod(key, /*keep=*/true);
-      p->meta.deletion_timestamp = "1970-01-01T00:00:00Z";
-      p->conditions.insert(p->conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
+      PodBox p = RemovePod(it, /*keep=*/true);
+      p[0].meta.deletion_timestamp = "1970-01-01T00:00:00Z";
+      p[0].conditions.insert(p[0].conditions.begin(), PodCondition{"DisruptionTarget", "True", "PreemptionByScheduler",
                                                                StrCat(scheduler_name, ": preempting to accommodate a higher priority pod")});
       AddPod(std::move(p), next_seq_++, key);
       terminating_.insert(key);
@@ -1010,7 +1015,7 @@ class CycleScheduler final : public Scheduler {
       if (p.node_name.empty()) continue;
       const uint64_t seq = seqs.empty() ? k : seqs[k];
       const NodeIndex node = InSnapshot(p);
-      pods_[ObjectKey(p.meta)] = LivePod{&p, node, seq, nullptr};
+      pods_[ObjectKey(p.meta)] = LivePod{&p, node, seq, {}};
       waiting_for_node_ += WaitsForNode(p, node);
       next_seq_ = std::max(next_seq_, seq + 1);
     }
@@ -1063,9 +1068,9 @@ class CycleScheduler final : public Scheduler {
 
   // Puts `pod` (bound: node_name set) into the cluster with entry number `seq`: on its node
   // at the place its number gives, or kept aside when no node counts it.
-  void AddPod(std::unique_ptr<Pod> pod, uint64_t seq, std::string key) {
-    const NodeIndex node = InSnapshot(*pod);
-    const Pod* stored = pod.get();
+  void AddPod(PodBox pod, uint64_t seq, std::string key) {
+    const NodeIndex node = InSnapshot(pod[0]);
+    const Pod* stored = pod.data();
     if (node == engine::kNoId) {
       waiting_for_node_ += WaitsForNode(*stored, node);
     } else {
@@ -1085,7 +1090,7 @@ class CycleScheduler final : public Scheduler {
       }
     }
     next_seq_ = std::max(next_seq_, seq + 1);
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, nullptr});
     pods_[std::move(key)] = LivePod{stored, node, seq, std::move(pod)};
   }
 
@@ -1096,9 +1101,14 @@ class CycleScheduler final : public Scheduler {
 
   // Takes the pod with `key` out of the cluster: its node gets back what it held. Returns
   // the pod when `keep` (else null).
-  std::unique_ptr<Pod> RemovePod(const std::string& key, bool keep = false) {
+  PodBox RemovePod(const std::string& key, bool keep = false) {
     auto it = pods_.find(key);
-    if (it == pods_.end()) return nullptr;
+    if (it == pods_.end()) return {};
+    return RemovePod(it, keep);
+  }
+
+  PodBox RemovePod(std::unordered_map<std::string, LivePod>::iterator it, bool keep = false) {
+    const std::string& key = it->first;
     LivePod& live = it->second;
     waiting_for_node_ -= WaitsForNode(*live.pod, live.node);
     if (live.node != engine::kNoId) {
@@ -1118,10 +1128,10 @@ class CycleScheduler final : public Scheduler {
         }
       }
     }
-    std::unique_ptr<Pod> pod = std::move(live.own);
-    if (!pod && (keep || Logging())) pod = std::make_unique<Pod>(*live.pod);
+    PodBox pod = std::move(live.own);
+    if (pod.empty() && (keep || Logging())) pod = PodBox(1, *live.pod);
     if (Logging()) {
-      undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, keep ? std::make_unique<Pod>(*pod) : std::move(pod), live.seq, nullptr});
+      undo_.push_back(UndoEntry{UndoEntry::kRestorePod, key, keep ? pod : std::move(pod), live.seq, nullptr});
     }
     pods_.erase(it);
     return pod;
@@ -1147,7 +1157,7 @@ class CycleScheduler final : public Scheduler {
           return absl::InvalidArgumentError(StrCat(event.where, ": Pod ", key, ": spec.nodeName: a bound pod cannot become unbound (node \"",
                                                    it->second.pod->node_name, "\")"));
         }
-        if (known) RemovePod(key);  // upstream's cache: an update removes, then adds
+        if (known) RemovePod(it);  // upstream's cache: an update removes, then adds
         break;
       case state::EventType::kDeleted:
         if (!known) {
@@ -1157,14 +1167,20 @@ class CycleScheduler final : public Scheduler {
           }
           return absl::NotFoundError(StrCat(event.where, ": Pod ", key, " not found (DELETED)"));
         }
-        RemovePod(key);
-        terminating_.erase(key);
+        RemovePod(it);
+        if (!terminating_.empty()) terminating_.erase(key);
         return absl::OkStatus();
     }
     if (nominated_.count(key)) ClearNomination(pod);  // bound by someone else
     if (!pod.meta.deletion_timestamp.empty()) terminating_.insert(key);
     pod.nominated_node_name.clear();
-    AddPod(std::make_unique<Pod>(std::move(pod)), next_seq_++, std::move(key));
+    PodBox box;
+    if (event.object.pods.size() == 1) {
+      box = std::move(event.object.pods);
+    } else {
+      box.push_back(std::move(pod));
+    }
+    AddPod(std::move(box), next_seq_++, std::move(key));
     return absl::OkStatus();
   }
 
@@ -1234,7 +1250,7 @@ class CycleScheduler final : public Scheduler {
       for (auto& e : evaluators_) static_cast<EngineEvaluator*>(e.get())->framework().NamespacesChanged();
     }
     for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::move(undo)});
     return absl::OkStatus();
   }
 
@@ -1286,7 +1302,7 @@ class CycleScheduler final : public Scheduler {
     if (Logging()) {
       auto undo = std::make_unique<state::Undo>();
       undo->event = state::NodeEvent(state::EventType::kDeleted, node);
-      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::move(undo)});
     }
     if (waiting_for_node_ == 0) return;
     std::vector<std::pair<uint64_t, std::string>> back;
@@ -1390,7 +1406,7 @@ class CycleScheduler final : public Scheduler {
     auto undo = std::make_unique<state::Undo>();
     undo->event = state::NodeEvent(type, std::move(old));
     undo->index = was.list_pos;
-    undo_.push_back(UndoEntry{what, "", nullptr, 0, std::move(undo), row, static_cast<uint32_t>(was.zone),
+    undo_.push_back(UndoEntry{what, "", {}, 0, std::move(undo), row, static_cast<uint32_t>(was.zone),
                               static_cast<uint32_t>(was.pos)});
   }
 
@@ -1428,7 +1444,7 @@ class CycleScheduler final : public Scheduler {
       auto undo = std::make_unique<state::Undo>();
       undo->event = state::NodeEvent(state::EventType::kModified, old);
       undo->index = static_cast<size_t>(i);
-      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::move(undo)});
+      undo_.push_back(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::move(undo)});
     }
   }
 
@@ -1439,7 +1455,7 @@ class CycleScheduler final : public Scheduler {
     state::Undo undo;
     KPLACE_RETURN_IF_ERROR(state::ApplyToObjects(event, &next, &undo, at));
     KPLACE_RETURN_IF_ERROR(Rebuild(std::move(next), /*storage_changed=*/!event.object.storage.empty()));
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", nullptr, 0, std::make_unique<state::Undo>(std::move(undo))});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kObjects, "", {}, 0, std::make_unique<state::Undo>(std::move(undo))});
     return absl::OkStatus();
   }
 
@@ -1513,12 +1529,12 @@ class CycleScheduler final : public Scheduler {
   }
 
   void Bind(const Pod& pod, NodeIndex host) {
-    auto own = std::make_unique<Pod>(pod);
-    own->node_name = objects().nodes[host].meta.name;
-    const Pod* stored = own.get();
+    PodBox own(1, pod);  // one copy (a braced list would copy twice)
+    own[0].node_name = objects().nodes[host].meta.name;
+    const Pod* stored = own.data();
     if (options_.reference) {
       for (auto& e : evaluators_) static_cast<ReferenceEvaluator*>(e.get())->Reserve(pod, host);
-      own->nominated_node_name.clear();
+      own[0].nominated_node_name.clear();
       state_.nodes[host].pods.push_back(stored);
     } else {
       snapshot_->Attach(*stored, host, snapshot_->pods_on(host).size());
@@ -1526,7 +1542,7 @@ class CycleScheduler final : public Scheduler {
     }
     const std::string key = ObjectKey(pod.meta);
     pods_[key] = LivePod{stored, host, next_seq_++, std::move(own)};
-    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, nullptr, 0, nullptr});
+    if (Logging()) undo_.push_back(UndoEntry{UndoEntry::kRemovePod, key, {}, 0, nullptr});
     // Last: `pod` may be the nomination itself.
     if (!nominated_.empty()) ClearNomination(pod);
   }

@@ -33,6 +33,7 @@ Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates,
     nodes_.push_back(&n);
     node_name_ids_.push_back(strings_.Intern(n.meta.name));
   }
+  pod_level_ = gates_.Enabled("PodLevelResources");
   pods_on_node_.resize(nodes_.size());
   for (NodeIndex i = 0; i < num_nodes(); ++i) {
     for (const auto& [key, value] : nodes_[i]->meta.labels) {
@@ -47,6 +48,8 @@ Snapshot::Snapshot(const ObjectSet& objects, FeatureGates gates,
     NodeIndex i = FindNode(p.node_name);
     if (i != kNoId) pods_on_node_[i].push_back(&p);
   }
+  requests_on_node_.resize(nodes_.size());
+  for (NodeIndex i = 0; i < num_nodes(); ++i) requests_on_node_[i].resize(pods_on_node_[i].size());
 }
 
 NodeIndex Snapshot::FindNode(std::string_view name) const {
@@ -67,6 +70,7 @@ NodeIndex Snapshot::AddNode(const Node* node) {
   node_index_.emplace(node->meta.name, i);
   node_name_ids_.push_back(strings_.Intern(node->meta.name));
   pods_on_node_.emplace_back();
+  requests_on_node_.emplace_back();
   for (auto& [key, column] : label_columns_) column.values.push_back(kNoId);
   for (const auto& [key, value] : node->meta.labels) {
     LabelColumnData& column = label_columns_[strings_.Intern(key)];
@@ -112,17 +116,59 @@ const Pod& Snapshot::Bind(const Pod& pod, NodeIndex i) {
 size_t Snapshot::Unbind(const Pod* pod, NodeIndex i) {
   std::vector<const Pod*>& on = pods_on_node_[i];
   // Most unbinds are of recent binds: search from the back.
+  unbound_ = nullptr;
+  unbound_requests_.reset();
   for (size_t k = on.size(); k-- > 0;) {
     if (on[k] != pod) continue;
     on.erase(on.begin() + static_cast<std::ptrdiff_t>(k));
+    std::vector<SharedRequests>& requests = requests_on_node_[i];
+    unbound_ = pod;
+    unbound_requests_ = std::move(requests[k]);
+    requests.erase(requests.begin() + static_cast<std::ptrdiff_t>(k));
     return k;
   }
   return on.size();
 }
 
 void Snapshot::Attach(const Pod& pod, NodeIndex i, size_t pos) {
+  // The pod the last Unbind took off may be gone, and its address taken by this one.
+  unbound_ = nullptr;
+  unbound_requests_.reset();
   std::vector<const Pod*>& on = pods_on_node_[i];
-  on.insert(on.begin() + static_cast<std::ptrdiff_t>(std::min(pos, on.size())), &pod);
+  const size_t at = std::min(pos, on.size());
+  on.insert(on.begin() + static_cast<std::ptrdiff_t>(at), &pod);
+  std::vector<SharedRequests>& requests = requests_on_node_[i];
+  requests.insert(requests.begin() + static_cast<std::ptrdiff_t>(at), nullptr);
+}
+
+const NodeResources& Snapshot::RequestsOf(const Pod& pod, NodeIndex i) const {
+  SharedRequests* slot = nullptr;
+  if (&pod == unbound_) {
+    slot = &unbound_requests_;
+  } else {
+    const std::vector<const Pod*>& on = pods_on_node_[i];
+    for (size_t k = on.size(); k-- > 0 && !slot;) {
+      if (on[k] == &pod) slot = &requests_on_node_[i][k];
+    }
+  }
+  if (!slot) slot = &other_requests_;  // not the snapshot's pod: no telling whether it changes
+  if (!*slot || slot == &other_requests_) *slot = ComputeRequests(pod);
+  return **slot;
+}
+
+Snapshot::SharedRequests Snapshot::ComputeRequests(const Pod& pod) const {
+  if (last_requests_ && SameRequests(pod, last_pod_)) return last_requests_;
+  auto r = std::make_shared<NodeResources>();
+  r->AddPod(pod, pod_level_);
+  // Only what SameRequests reads is kept.
+  last_pod_ = Pod{};
+  last_pod_.containers = pod.containers;
+  last_pod_.init_containers = pod.init_containers;
+  last_pod_.overhead = pod.overhead;
+  last_pod_.pod_requests = pod.pod_requests;
+  last_pod_.pod_limits = pod.pod_limits;
+  last_requests_ = std::move(r);
+  return last_requests_;
 }
 
 }  // namespace kplace::engine

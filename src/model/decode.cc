@@ -591,7 +591,12 @@ std::string SkippedLine(const SkippedKinds& skipped) {
 }
 
 std::string ObjectKey(const ObjectMeta& meta) {
-  return meta.namespace_.empty() ? meta.name : StrCat(meta.namespace_, "/", meta.name);
+  if (meta.namespace_.empty()) return meta.name;
+  // One allocation: every pod event builds its key.
+  std::string out;
+  out.reserve(meta.namespace_.size() + 1 + meta.name.size());
+  out.append(meta.namespace_).append(1, '/').append(meta.name);
+  return out;
 }
 
 absl::StatusOr<Node> DecodeNode(JsonView j, std::string_view where, bool strict) {

@@ -61,5 +61,39 @@ TEST(SnapshotTest, BindKeepsACopyOnTheNode) {
   EXPECT_EQ(s.pods_on(0)[0], &bound);
 }
 
+// RequestsOf keeps a record per attached pod object: replicas share one, and a pod whose
+// content changes between an unbind and its next attach (an update event) is read again.
+TEST(SnapshotTest, RequestsOfIsKeptPerPodObjectAndReadAgainAfterAChange) {
+  ObjectSet objects;
+  objects.nodes.push_back(MakeNode("n0", {{"cpu", "4"}}));
+  objects.nodes.push_back(MakeNode("n1", {{"cpu", "4"}}));
+  Snapshot s(objects, {});
+  Pod a = MakePod("a", {{"cpu", "100m"}});
+  Pod b = MakePod("b", {{"cpu", "100m"}});
+  a.node_name = b.node_name = "n0";
+  s.Attach(a, 0, 0);
+  s.Attach(b, 0, 1);
+  const NodeResources& ra = s.RequestsOf(a, 0);
+  EXPECT_EQ(ra.requested.milli_cpu, 100);
+  EXPECT_EQ(ra.non_zero_memory, 200 * 1024 * 1024);  // the scoring default
+  EXPECT_EQ(ra.pod_count, 1);
+  EXPECT_EQ(&s.RequestsOf(b, 0), &ra);  // the same requests: one record
+
+  // Taken off: its record is still what the plugins undo, until the next attach.
+  EXPECT_EQ(s.Unbind(&a, 0), 0u);
+  EXPECT_EQ(s.RequestsOf(a, 0).requested.milli_cpu, 100);
+  // Changed in place (the same address) and attached again: read again, not reused.
+  a.containers[0].requests["cpu"] = *Quantity::Parse("300m");
+  s.Attach(a, 1, 0);
+  EXPECT_EQ(s.RequestsOf(a, 1).requested.milli_cpu, 300);
+  EXPECT_EQ(s.RequestsOf(b, 0).requested.milli_cpu, 100);
+
+  // A pod the snapshot does not hold is read on every call.
+  Pod other = MakePod("other", {{"cpu", "1"}});
+  EXPECT_EQ(s.RequestsOf(other, 0).requested.milli_cpu, 1000);
+  other.containers[0].requests["cpu"] = *Quantity::Parse("2");
+  EXPECT_EQ(s.RequestsOf(other, 0).requested.milli_cpu, 2000);
+}
+
 }  // namespace
 }  // namespace kplace::engine

@@ -555,6 +555,66 @@ TEST(InterPodAffinityTest, ReplicasSpreadByHostnameAntiAffinity) {
   }
 }
 
+// Bound pods' terms are compiled once for a run of pods with the same affinity: a pod
+// whose selector, namespace, weight or matchLabelKeys labels differ from the one before
+// is compiled afresh, not counted with the other's terms.
+TEST(InterPodAffinityTest, BoundPodsReuseCompiledTermsOnlyWhenTheSame) {
+  ObjectSet c = HostsInThreeZones(8);
+  EngineRunner engine(c, Args(1));
+  ReferenceRunner reference(c, Args(1));
+  auto bind = [&](const Pod& p, int32_t node) {
+    engine.Bind(p, node);
+    reference.Bind(p, node);
+  };
+  auto anti = [](const std::string& name, const std::string& ns, const Labels& labels, const std::string& app) {
+    Pod p = LabeledPod(name, ns, labels);
+    RequireAnti(p, Term(Sel({Req("app", "In", {app})}), "kubernetes.io/hostname"));
+    return p;
+  };
+  bind(anti("a", "default", {}, "web"), 0);
+  bind(anti("b", "default", {}, "db"), 1);      // another value
+  bind(anti("c", "other", {}, "db"), 2);        // another namespace: selects pods there
+  bind(anti("c2", "other", {}, "db"), 3);       // the same as c
+  Pod d = LabeledPod("d", "default", {{"rev", "1"}});
+  PodAffinityTerm by_rev = Term(Sel({Req("app", "Exists")}), "kubernetes.io/hostname");
+  by_rev.match_label_keys = {"rev"};
+  RequireAnti(d, by_rev);
+  bind(d, 4);
+  Pod e = d;
+  e.meta.name = "e";
+  e.meta.labels = {{"rev", "2"}};  // the same terms, other labels: rev In [2]
+  bind(e, 5);
+  Pod f = LabeledPod("f", "default", {});
+  PreferAnti(f, 5, Term(Sel({Req("app", "In", {"web"})}), "kubernetes.io/hostname"));
+  bind(f, 6);
+  Pod g = LabeledPod("g", "default", {});
+  PreferAnti(g, 7, Term(Sel({Req("app", "In", {"web"})}), "kubernetes.io/hostname"));  // another weight
+  bind(g, 7);
+
+  Pod web = LabeledPod("p", "default", {{"app", "web"}, {"rev", "1"}});
+  Outcome o = engine.Run(web);
+  ASSERT_EQ(DiffOutcomes(o, reference.Run(web)), "");
+  std::vector<bool> fits;
+  for (const PluginStatus& s : o.filter) fits.push_back(s.IsSuccess());
+  EXPECT_EQ(fits, (std::vector<bool>{false, true, true, true, false, true, true, true}));
+  EXPECT_EQ(o.filter[0].Message(), kExistingReason);
+  EXPECT_EQ(o.raw, (std::vector<int64_t>{0, 0, 0, 0, 0, 0, -5, -7}));  // f's weight, then g's
+
+  Pod db = LabeledPod("q", "default", {{"app", "db"}, {"rev", "2"}});
+  o = engine.Run(db);
+  ASSERT_EQ(DiffOutcomes(o, reference.Run(db)), "");
+  fits.clear();
+  for (const PluginStatus& s : o.filter) fits.push_back(s.IsSuccess());
+  EXPECT_EQ(fits, (std::vector<bool>{true, false, true, true, true, false, true, true}));
+
+  Pod other = LabeledPod("r", "other", {{"app", "db"}});
+  o = engine.Run(other);
+  ASSERT_EQ(DiffOutcomes(o, reference.Run(other)), "");
+  fits.clear();
+  for (const PluginStatus& s : o.filter) fits.push_back(s.IsSuccess());
+  EXPECT_EQ(fits, (std::vector<bool>{true, true, false, false, true, true, true, true}));
+}
+
 // ---- replicas: incremental PreFilter/PreScore ----------------------------------------
 
 // Turns on the engine's self-check (every replay also rebuilt in full and compared) for

@@ -11,6 +11,7 @@
 
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
+#include "kplace/model/requests.h"
 
 namespace kplace::plugins::volume {
 class VolumeAssumeCache;
@@ -82,6 +83,12 @@ class Snapshot {
   /** Records `pod` (bound to node `i`; the caller keeps it alive until it is unbound) at
    *  position `pos` of the node's pods: a live pod added, or put back where it was. */
   void Attach(const Pod& pod, NodeIndex i, size_t pos);
+  /** What bound pod `pod` adds to its node's request sums (NodeResources::AddPod of an
+   *  empty NodeResources): `pod` on node `i`, or the pod the last Unbind took off (until the
+   *  next Attach or Unbind). Computed once per pod object, so both resource plugins read it
+   *  on bind and on unbind; consecutive pods with the same requests share one. Any other
+   *  pod is looked at afresh each call. Valid until the next call. */
+  const NodeResources& RequestsOf(const Pod& pod, NodeIndex i) const;
   /** Node i's object changed in place: `old` is what it was. Its label values are written
    *  into the label columns. A node whose object is now nameless has left: its row stays
    *  (every column keeps its length) with no labels, out of FindNode and num_live_nodes();
@@ -102,6 +109,15 @@ class Snapshot {
   FeatureGates gates_;
   std::vector<const Node*> nodes_;
   std::vector<std::vector<const Pod*>> pods_on_node_;
+  using SharedRequests = std::shared_ptr<const NodeResources>;
+  SharedRequests ComputeRequests(const Pod& pod) const;
+  // [i][k]: what RequestsOf computed for pods_on_node_[i][k], null until asked.
+  mutable std::vector<std::vector<SharedRequests>> requests_on_node_;
+  const Pod* unbound_ = nullptr;  // the pod the last Unbind took off, and its requests
+  mutable SharedRequests unbound_requests_;
+  mutable Pod last_pod_;  // the request fields of the last pod computed, and the result
+  mutable SharedRequests last_requests_, other_requests_;
+  bool pod_level_ = true;
   std::unordered_map<std::string, NodeIndex> node_index_;
   Interner strings_;
   struct LabelColumnData {
