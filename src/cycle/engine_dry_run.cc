@@ -36,7 +36,7 @@ void EngineDryRunHost::Prefetch(const Pod& pod, const std::vector<int32_t>& node
 bool EngineDryRunHost::NominatedCounts(const Pod& pod, int32_t node) const {
   const std::string& name = snapshot_.node(node).meta.name;
   for (const Pod* p : nominated_) {
-    if (p->nominated_node_name == name && PodPriority(*p) >= PodPriority(pod) && !SamePod(*p, pod)) return true;
+    if (p->nominated_node_name == name && NominatedCountsFor(*p, pod)) return true;
   }
   return false;
 }

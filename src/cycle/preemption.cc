@@ -182,14 +182,16 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
   // The nodes go to the host in blocks of the visit order, doubling: a host that prepares
   // them at once prepares at most about twice what is tried.
   std::vector<int32_t> block;
-  for (size_t i = 0, next = 0; i < n; ++i) {
-    if (i == next) {
-      next = std::min(n, i + std::max<size_t>(kDryRunFirstBlock, i));
+  for (size_t i = 0, start = 0; i < n; ++i) {
+    if (i == start + block.size()) {
+      start = i;
       block.clear();
-      for (size_t k = i; k < next; ++k) block.push_back(potential[(static_cast<size_t>(offset) + k) % n]);
+      for (size_t k = i; k < std::min(n, i + std::max(kDryRunFirstBlock, i)); ++k) {
+        block.push_back(potential[(static_cast<size_t>(offset) + k) % n]);
+      }
       host.Prefetch(pod, block);
     }
-    int32_t node = potential[(static_cast<size_t>(offset) + i) % n];
+    const int32_t node = block[i - start];
     Candidate c;
     PluginStatus st = SelectVictimsOnNode(host, pod, node, pdbs, &c);
     if (st.IsSuccess() && !c.victims.empty()) {
@@ -379,7 +381,10 @@ bool PodDependentPreFilter(const std::string& name) {
   return name == "InterPodAffinity" || name == "PodTopologySpread" || name == "VolumeRestrictions";
 }
 
-// AddPod/RemovePod of any pod these miss leave the state as it was.
+namespace {
+// Whether adding or removing `changed` can change that plugin's PreFilter state for `pod`:
+// only pods its counts can see do (AddPod/RemovePod of any other pod leave it as it was).
+// Selectors are checked without matchLabelKeys, which only narrow them.
 bool StateSees(const std::string& name, const Pod& pod, const std::vector<const Pod*>& changed) {
   auto matches = [](const std::optional<LabelSelector>& sel, const Pod& q) {
     return sel && plugins::volume::LabelSelectorMatches(*sel, q.meta.labels);
@@ -410,6 +415,7 @@ bool StateSees(const std::string& name, const Pod& pod, const std::vector<const 
   }
   return false;
 }
+}  // namespace
 
 struct ReferenceDryRunHost::Impl {
   const reference::ClusterState& base;
@@ -500,7 +506,7 @@ PluginStatus ReferenceDryRunHost::Filter(const Pod& pod, int32_t node, const std
   std::vector<const Pod*> with_nominated = kept;
   const std::string& name = m.base.nodes[node].node->meta.name;
   for (const Pod* p : m.nominated) {
-    if (p->nominated_node_name == name && PodPriority(*p) >= PodPriority(pod) && !SamePod(*p, pod)) {
+    if (p->nominated_node_name == name && NominatedCountsFor(*p, pod)) {
       with_nominated.push_back(p);
     }
   }

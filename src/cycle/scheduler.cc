@@ -669,7 +669,7 @@ class CycleScheduler final : public Scheduler {
   std::vector<bool> NominatedFor(const Pod& pod) const {
     std::vector<bool> out;
     for (const auto& [key, q] : nominated_) {
-      if (PodPriority(q) < PodPriority(pod) || SamePod(q, pod)) continue;
+      if (!NominatedCountsFor(q, pod)) continue;
       auto it = node_index_.find(q.nominated_node_name);
       if (it == node_index_.end()) continue;
       out.resize(objects().nodes.size(), false);  // by row

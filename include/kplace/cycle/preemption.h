@@ -70,6 +70,12 @@ inline int32_t PodPriority(const Pod& pod) { return pod.priority.value_or(0); }
  *  inputs may leave them out). */
 bool SamePod(const Pod& a, const Pod& b);
 
+/** Whether a pod holding a nomination counts on its nominated node when filtering `pod`
+ *  (RunFilterPluginsWithNominatedPods): it ranks at least as high and is another pod. */
+inline bool NominatedCountsFor(const Pod& nominated, const Pod& pod) {
+  return PodPriority(nominated) >= PodPriority(pod) && !SamePod(nominated, pod);
+}
+
 /** True when the pod is terminating because the scheduler preempted it: a deletion
  *  timestamp and a first DisruptionTarget condition True with reason PreemptionByScheduler. */
 bool TerminatingByPreemption(const Pod& pod);
@@ -173,11 +179,6 @@ std::string StatusesMessage(int32_t num_all_nodes, const NodeToStatus& statuses)
 /** Plugins with PreFilter AddPod/RemovePod extensions upstream: their PreFilter state counts
  *  other pods (InterPodAffinity, PodTopologySpread, VolumeRestrictions). */
 bool PodDependentPreFilter(const std::string& plugin);
-
-/** Whether adding or removing the pods `changed` can change that plugin's PreFilter state
- *  for `pod`: only pods its counts can see do (conservatively: selectors are matched
- *  without namespaces and matchLabelKeys, which only narrow them). */
-bool StateSees(const std::string& plugin, const Pod& pod, const std::vector<const Pod*>& changed);
 
 /** A DryRunHost over the scalar reference: the filter chain is `filter` (name, plugin) in
  *  order, after the `pre_filter` plugins. PreFilter runs once for the pod; the plugins
