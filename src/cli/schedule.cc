@@ -332,29 +332,60 @@ int Schedule(int argc, char** argv, bool explain_command) {
   ObjectSet cluster;
   SkippedKinds skipped;
   std::vector<std::string> invalid;  // --skip-invalid: what was left out, and why
-  // Where each node and pod came from: an object given twice is an error naming both files.
-  std::map<std::string, std::string> node_file, pod_file;
-  auto note = [&](std::map<std::string, std::string>& seen, const char* kind, const std::string& key,
-                  const std::string& file) {
-    auto [it, fresh] = seen.emplace(key, file);
-    if (fresh) return true;
-    std::fprintf(stderr, "%s: %s %s is given twice: in %s and in %s\n", who, kind, key.c_str(), it->second.c_str(),
-                 file.c_str());
-    return false;
+  // Where each object came from: one given twice (same kind, namespace and name) is an
+  // error naming both files, whichever kind it is.
+  std::map<std::string, std::string> seen_in;
+  std::set<std::string> node_names;
+  struct Counts {
+    size_t nodes, pods, namespaces, workloads, storage, pdbs, classes;
+  };
+  auto counts = [](const ObjectSet& o) {
+    return Counts{o.nodes.size(), o.pods.size(), o.namespaces.size(), o.workloads.size(), o.storage.size(),
+                  o.pdbs.size(), o.priority_classes.size()};
+  };
+  // Notes the objects `o` gained since `from`, all read from `file`.
+  auto note_new = [&](const ObjectSet& o, const Counts& from, const std::string& file) {
+    auto note = [&](const std::string& kind, const ObjectMeta& meta, bool namespaced) {
+      const std::string key = namespaced ? ObjectKey(meta) : meta.name;
+      auto [it, fresh] = seen_in.emplace(kind + " " + key, file);
+      if (fresh) return true;
+      std::fprintf(stderr, "%s: %s %s is given twice: in %s and in %s\n", who, kind.c_str(), key.c_str(),
+                   it->second.c_str(), file.c_str());
+      return false;
+    };
+    for (size_t i = from.nodes; i < o.nodes.size(); ++i) {
+      if (!note("Node", o.nodes[i].meta, false)) return false;
+      node_names.insert(o.nodes[i].meta.name);
+    }
+    for (size_t i = from.pods; i < o.pods.size(); ++i) {
+      if (!note("Pod", o.pods[i].meta, true)) return false;
+    }
+    for (size_t i = from.namespaces; i < o.namespaces.size(); ++i) {
+      if (!note("Namespace", o.namespaces[i].meta, false)) return false;
+    }
+    for (size_t i = from.workloads; i < o.workloads.size(); ++i) {
+      if (!note(o.workloads[i].kind, o.workloads[i].meta, true)) return false;
+    }
+    for (size_t i = from.storage; i < o.storage.size(); ++i) {
+      const GenericObject& g = o.storage[i];
+      if (!note(g.kind, g.meta, !g.meta.namespace_.empty())) return false;
+    }
+    for (size_t i = from.pdbs; i < o.pdbs.size(); ++i) {
+      if (!note("PodDisruptionBudget", o.pdbs[i].meta, true)) return false;
+    }
+    for (size_t i = from.classes; i < o.priority_classes.size(); ++i) {
+      if (!note("PriorityClass", o.priority_classes[i].meta, false)) return false;
+    }
+    return true;
   };
   for (const std::string& f : cluster_files) {
-    const size_t nodes_before = cluster.nodes.size(), pods_before = cluster.pods.size();
+    const Counts before = counts(cluster);
     absl::Status s = DecodeFile(f, &cluster, &skipped, skip_invalid ? &invalid : nullptr);
     if (!s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
     }
-    for (size_t i = nodes_before; i < cluster.nodes.size(); ++i) {
-      if (!note(node_file, "Node", cluster.nodes[i].meta.name, f)) return 1;
-    }
-    for (size_t i = pods_before; i < cluster.pods.size(); ++i) {
-      if (!note(pod_file, "Pod", ObjectKey(cluster.pods[i].meta), f)) return 1;
-    }
+    if (!note_new(cluster, before, f)) return 1;
   }
   // Pending pods: every pod without a node, from --pods and from the cluster files; the
   // raw JSON is kept for --output=pods.
@@ -367,8 +398,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
     }
+    if (!note_new(set, Counts{}, f)) return 1;
     for (Pod& p : set.pods) {
-      if (!note(pod_file, "Pod", ObjectKey(p.meta), f)) return 1;
       if (p.node_name.empty()) pending.push_back(std::move(p));
       else cluster.pods.push_back(std::move(p));
     }
@@ -378,7 +409,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   {
     std::vector<Pod> bound;
     for (Pod& p : cluster.pods) {
-      if (!p.node_name.empty() && !node_file.count(p.node_name) && p.phase != "Succeeded" && p.phase != "Failed") {
+      if (!p.node_name.empty() && !node_names.count(p.node_name) && p.phase != "Succeeded" && p.phase != "Failed") {
         // The scheduler's cache counts a pod on its node only when it knows the node.
         std::fprintf(stderr, "%s: warning: Pod %s is bound to node %s, which is not in the snapshot; ignored\n", who,
                      ObjectKey(p.meta).c_str(), p.node_name.c_str());

@@ -193,6 +193,67 @@ absl::Status Timestamp(const Reader& r, JsonView j, const char* key, std::string
   return absl::OkStatus();
 }
 
+// ValidateLabels: qualified-name keys, label values; the first error of the first bad label.
+absl::Status ValidateLabels(const Reader& r, std::string_view path, const std::map<std::string, std::string>& labels) {
+  for (const auto& [key, value] : labels) {
+    std::vector<std::string> errs = QualifiedNameErrors(key);
+    if (!errs.empty()) return r.Error(path, StrCat("Invalid value: ", GoQuote(key), ": ", errs[0]));
+    errs = LabelValueErrors(value);
+    if (!errs.empty()) {
+      std::string shown = value.size() > 64 ? value.substr(0, 64) + "..." : value;
+      return r.Error(path, StrCat("Invalid value: ", GoQuote(shown), ": ", errs[0]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ValidateLabelSelectorRequirement and ValidateNodeSelectorRequirement (`node`: Gt and Lt too):
+// the operator, the values it takes, and a qualified-name key.
+absl::Status ValidateRequirement(const Reader& r, const std::string& ep, const std::string& key, const std::string& op,
+                                 size_t num_values, bool node) {
+  if (!r.strict()) return absl::OkStatus();
+  if (op == "In" || op == "NotIn") {
+    if (num_values == 0) {
+      return r.Error(Reader::Join(ep, "values"), "Required value: must be specified when `operator` is 'In' or 'NotIn'");
+    }
+  } else if (op == "Exists" || op == "DoesNotExist") {
+    if (num_values > 0) {
+      return r.Error(Reader::Join(ep, "values"),
+                     "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+    }
+  } else if (node && (op == "Gt" || op == "Lt")) {
+    if (num_values != 1) {
+      return r.Error(Reader::Join(ep, "values"),
+                     "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'");
+    }
+  } else {
+    return r.Error(Reader::Join(ep, "operator"), StrCat("Invalid value: ", GoQuote(op), ": not a valid selector operator"));
+  }
+  std::vector<std::string> errs = QualifiedNameErrors(key);
+  if (!errs.empty()) return r.Error(Reader::Join(ep, "key"), StrCat("Invalid value: ", GoQuote(key), ": ", errs[0]));
+  return absl::OkStatus();
+}
+
+// ValidateNodeFieldSelectorRequirement: metadata.name with In or NotIn and exactly one value.
+absl::Status ValidateFieldRequirement(const Reader& r, const std::string& ep, const NodeSelectorRequirement& req) {
+  if (!r.strict()) return absl::OkStatus();
+  if (req.op != "In" && req.op != "NotIn") {
+    return r.Error(Reader::Join(ep, "operator"), StrCat("Invalid value: ", GoQuote(req.op), ": not a valid selector operator"));
+  }
+  if (req.values.size() != 1) {
+    return r.Error(Reader::Join(ep, "values"),
+                   "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector");
+  }
+  if (req.key != "metadata.name") {
+    return r.Error(Reader::Join(ep, "key"), StrCat("Invalid value: ", GoQuote(req.key), ": not a valid field selector key"));
+  }
+  std::vector<std::string> errs = Dns1123SubdomainErrors(req.values[0]);  // ValidateNodeName
+  if (!errs.empty()) {
+    return r.Error(StrCat(Reader::Join(ep, "values"), "[0]"), StrCat("Invalid value: ", GoQuote(req.values[0]), ": ", errs[0]));
+  }
+  return absl::OkStatus();
+}
+
 // `labels`: apply ValidateLabels (pods and nodes, whose labels every selector reads).
 absl::Status DecodeMeta(const Reader& r, JsonView j, ObjectMeta* meta, bool namespaced, bool labels = false) {
   if (!j.is_object()) return r.Error("", StrCat("expected an object, got ", j.type_name()));
@@ -220,16 +281,17 @@ absl::Status DecodeMeta(const Reader& r, JsonView j, ObjectMeta* meta, bool name
   if (meta->name.empty()) return r.Error("metadata.name", "missing");
   if (namespaced && meta->namespace_.empty()) meta->namespace_ = "default";
   if (labels && r.strict()) {
-    // ValidateLabels: qualified-name keys, label values; the first error of the first bad label.
-    for (const auto& [key, value] : meta->labels) {
-      std::vector<std::string> errs = QualifiedNameErrors(key);
-      if (!errs.empty()) return r.Error("metadata.labels", StrCat("Invalid value: ", GoQuote(key), ": ", errs[0]));
-      errs = LabelValueErrors(value);
+    // ValidateObjectMeta: pod and node names are DNS subdomains (ValidatePodName, ValidateNodeName),
+    // namespaces DNS labels; they key every event, PDB, and victim a user names back.
+    std::vector<std::string> errs = Dns1123SubdomainErrors(meta->name);
+    if (!errs.empty()) return r.Error("metadata.name", StrCat("Invalid value: ", GoQuote(meta->name), ": ", errs[0]));
+    if (namespaced) {
+      errs = Dns1123LabelErrors(meta->namespace_);
       if (!errs.empty()) {
-        std::string shown = value.size() > 64 ? value.substr(0, 64) + "..." : value;
-        return r.Error("metadata.labels", StrCat("Invalid value: ", GoQuote(shown), ": ", errs[0]));
+        return r.Error("metadata.namespace", StrCat("Invalid value: ", GoQuote(meta->namespace_), ": ", errs[0]));
       }
     }
+    KPLACE_RETURN_IF_ERROR(ValidateLabels(r, "metadata.labels", meta->labels));
   }
   return absl::OkStatus();
 }
@@ -237,11 +299,13 @@ absl::Status DecodeMeta(const Reader& r, JsonView j, ObjectMeta* meta, bool name
 absl::Status DecodeSelector(const Reader& r, JsonView j, const std::string& p, LabelSelector* s) {
   if (!j.is_object()) return r.Error(p, StrCat("expected an object, got ", j.type_name()));
   KPLACE_RETURN_IF_ERROR(r.StringMap(j, "matchLabels", p, &s->match_labels));
+  if (r.strict()) KPLACE_RETURN_IF_ERROR(ValidateLabels(r, Reader::Join(p, "matchLabels"), s->match_labels));
   return r.Array(j, "matchExpressions", p, [&](JsonView e, const std::string& ep) -> absl::Status {
     LabelSelectorRequirement req;
     KPLACE_RETURN_IF_ERROR(r.String(e, "key", ep, &req.key));
     KPLACE_RETURN_IF_ERROR(r.String(e, "operator", ep, &req.op));
     KPLACE_RETURN_IF_ERROR(r.StringList(e, "values", ep, &req.values));
+    KPLACE_RETURN_IF_ERROR(ValidateRequirement(r, ep, req.key, req.op, req.values.size(), /*node=*/false));
     s->match_expressions.push_back(std::move(req));
     return absl::OkStatus();
   });
@@ -283,6 +347,11 @@ absl::Status DecodeNodeSelectorRequirements(const Reader& r, JsonView j, const c
     KPLACE_RETURN_IF_ERROR(r.String(e, "key", ep, &req.key));
     KPLACE_RETURN_IF_ERROR(r.String(e, "operator", ep, &req.op));
     KPLACE_RETURN_IF_ERROR(r.StringList(e, "values", ep, &req.values));
+    if (std::string_view(key) == "matchFields") {
+      KPLACE_RETURN_IF_ERROR(ValidateFieldRequirement(r, ep, req));
+    } else {
+      KPLACE_RETURN_IF_ERROR(ValidateRequirement(r, ep, req.key, req.op, req.values.size(), /*node=*/true));
+    }
     out->push_back(std::move(req));
     return absl::OkStatus();
   });

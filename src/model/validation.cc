@@ -18,6 +18,10 @@ constexpr char kLabelValueFmt[] = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 constexpr char kDns1123SubdomainErrMsg[] =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
     "start and end with an alphanumeric character";
+constexpr char kDns1123LabelErrMsg[] =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+    "end with an alphanumeric character";
+constexpr char kDns1123LabelFmt[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 constexpr char kDns1123SubdomainFmt[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 
 // validation.RegexError: examples are each followed by ", ", joined by " or ".
@@ -82,6 +86,15 @@ std::vector<std::string> Dns1123SubdomainErrors(std::string_view s) {
   std::vector<std::string> errs;
   if (s.size() > 253) errs.push_back(MaxLenError(253));
   if (!MatchesDns1123Subdomain(s)) errs.push_back(RegexError(kDns1123SubdomainErrMsg, kDns1123SubdomainFmt, {"example.com"}));
+  return errs;
+}
+
+std::vector<std::string> Dns1123LabelErrors(std::string_view s) {
+  std::vector<std::string> errs;
+  if (s.size() > 63) errs.push_back(MaxLenError(63));
+  if (s.find('.') != std::string_view::npos || !MatchesDns1123Subdomain(s)) {
+    errs.push_back(RegexError(kDns1123LabelErrMsg, kDns1123LabelFmt, {"my-name", "123-abc"}));
+  }
   return errs;
 }
 

@@ -132,7 +132,8 @@ class PlacementState::EventDecoder {
     state::EventType type;
     const bool keyed = shapes_on_ && keyer_.KeyEvent(text, &type_token, &object_text, &cuts) && TypeOf(type_token, &type);
     if (keyed) {
-      if (const PodShape* shape = shapes_.Find(keyer_.key())) {
+      const PodShape* shape = shapes_.Find(keyer_.key());
+      if (shape && PodShapes::NameIsValid(cuts)) {
         state::ClusterEvent e;
         e.type = type;
         e.kind = "Pod";
@@ -353,6 +354,7 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
     const auto where = [at] { return StrCat("pods: items[", at, "]"); };
     if (const PodShape* shape = item.keyed ? shapes.Find(keyer.key()) : nullptr) {
       if (item.cuts.node_name && !item.cuts.node_name->empty()) return false;  // already bound: refused
+      if (!PodShapes::NameIsValid(item.cuts)) return false;  // the general decode names the error
       out.decoded.pods.push_back(PodShapes::Instance(shape->pod, item.cuts));
       ++shared;
       out.group_of.push_back(shape->group);

@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include "kplace/model/validation.h"
+
 namespace kplace::serve {
 
 namespace {
@@ -282,6 +284,8 @@ bool PodShapeKeyer::SplitList(std::string_view text, std::vector<std::string_vie
   });
   return ok && have_items && s.AtEnd();
 }
+
+bool PodShapes::NameIsValid(const PodCuts& cuts) { return IsDns1123Subdomain(cuts.name); }
 
 Pod PodShapes::Instance(const Pod& shape, const PodCuts& cuts) {
   Pod pod = shape;

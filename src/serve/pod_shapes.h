@@ -2,10 +2,10 @@
 // Each distinct pod shape of a request decoded once (docs/serve.md, "How requests are
 // decoded"). A client that asks for 1,000 replicas of one template sends 1,000 objects that
 // are byte-identical but for metadata.name, metadata.uid and spec.nodeName; the decoders
-// copy those three strings into the Pod verbatim (DecodeMeta, DecodePodSpec) and read
-// nothing else from them. So a pod whose text equals an earlier pod's outside those three
-// string values decodes to that pod's Pod with the three strings replaced. The shape key is
-// that text with the three values cut out.
+// copy those three strings into the Pod verbatim (DecodeMeta, DecodePodSpec) and check
+// only that the name is a DNS subdomain, which NameIsValid repeats per pod. So a pod whose
+// text equals an earlier pod's outside those three string values decodes to that pod's Pod
+// with the three strings replaced. The shape key is that text with the three values cut out.
 //
 // Why a key proves the decode: the scan that finds the three values is only right on valid
 // JSON, and only a text that decoded (so parsed) ever becomes a shape. A later text with the
@@ -95,7 +95,10 @@ class PodShapes {
   }
   size_t size() const { return shapes_.size(); }
 
-  /** The pod a text of `shape`'s key with `cuts` decodes to. */
+  /** Whether the decode would accept `cuts`' name: the one thing it checks in the three
+   *  (a DNS subdomain, ValidatePodName), so a shared shape checks it again per pod. */
+  static bool NameIsValid(const PodCuts& cuts);
+  /** The pod a text of `shape`'s key with `cuts` decodes to (when NameIsValid). */
   static Pod Instance(const Pod& shape, const PodCuts& cuts);
 
  private:

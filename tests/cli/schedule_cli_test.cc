@@ -441,6 +441,21 @@ TEST_F(ScheduleCliTest, DuplicatesEmptyFilesAndDirectoriesAreRefused) {
   EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods, "--pods", same}, &out), 1);
   std::string bound = Write("b.json", List(json::array({Pod("p", "1", {{"nodeName", "a"}})})));
   EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", bound, "--pods", pods}, &out), 1);
+  // Every kind, named with both files; the same name in another namespace or kind is no duplicate.
+  json pvc = {{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", {{"name", "data"}, {"namespace", "default"}}}};
+  json pvc_elsewhere = pvc;
+  pvc_elsewhere["metadata"]["namespace"] = "other";
+  json pc = {{"apiVersion", "scheduling.k8s.io/v1"}, {"kind", "PriorityClass"}, {"metadata", {{"name", "data"}}}, {"value", 5}};
+  std::string storage = Write("s.json", List(json::array({pvc, pvc_elsewhere, pc})));
+  ASSERT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", storage, "--pods", pods}, &out), 0);
+  std::string storage_again = Write("s2.json", List(json::array({pvc})));
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", storage, "--cluster", storage_again, "--pods", pods}, &out), 1);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("PersistentVolumeClaim default/data is given twice: in " + storage +
+                                                           " and in " + storage_again),
+            std::string::npos);
+  std::string class_again = Write("c2.json", List(json::array({pc})));
+  EXPECT_EQ(Run({"schedule", "--cluster", nodes, "--cluster", storage, "--pods", pods, "--pods", class_again}, &out), 1);
   std::string empty = (dir_ / "empty.json").string();
   std::ofstream(empty) << "  \n";
   EXPECT_EQ(Run({"schedule", "--cluster", empty}, &out), 1);

@@ -423,6 +423,23 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
        "spec.topologySpreadConstraints[0].maxSkew: integer out of range"},
       {R"({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": -5, "preference": {}}]}}})",
        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Invalid value: -5: must be in the range 1-100"},
+      // ValidateLabelSelector and ValidateNodeSelector.
+      {R"({"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Near", "values": ["a"]}]}}]})",
+       "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].operator: Invalid value: \"Near\": not a valid selector operator"},
+      {R"({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}]}}})",
+       "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+      {R"({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["a"]}]}}]}}})",
+       "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
+      {R"({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "z", "labelSelector": {"matchLabels": {"app": "-x"}}}]}}})",
+       "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels: Invalid value: \"-x\": a valid label must be"},
+      {R"({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["1", "2"]}]}]}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values: Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"},
+      {R"({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a/b/c", "operator": "Exists"}]}]}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key: Invalid value: \"a/b/c\": a qualified name must consist of"},
+      {R"({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["n"]}]}]}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key: Invalid value: \"metadata.labels\": not a valid field selector key"},
+      {R"({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]}]}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"},
   };
   for (const Bad& b : cases) {
     ObjectSet set;
@@ -448,6 +465,23 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
   EXPECT_NE(std::string(st.message()).find("must be no more than 63 characters"), std::string::npos) << st;
   st = DecodeText(R"({"kind": "Node", "metadata": {"name": "n", "labels": {"-bad": "x"}}})", &set, "n.json");
   EXPECT_EQ(std::string(st.message()).rfind("n.json: Node n: metadata.labels: Invalid value: \"-bad\": ", 0), 0u) << st;
+  // ValidateObjectMeta: names are DNS subdomains, namespaces DNS labels.
+  st = DecodeText(R"({"kind": "Node", "metadata": {"name": "Node_1"}})", &set, "n.json");
+  EXPECT_EQ(std::string(st.message()),
+            "n.json: Node Node_1: metadata.name: Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain must consist "
+            "of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
+            "(e.g. 'example.com', regex used for validation is "
+            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+  st = DecodeText(R"({"kind": "Node", "metadata": {"name": ")" + std::string(254, 'n') + R"("}})", &set, "n.json");
+  EXPECT_NE(std::string(st.message()).find("metadata.name: Invalid value: \"nnn"), std::string::npos) << st;
+  EXPECT_NE(std::string(st.message()).find(": must be no more than 253 characters"), std::string::npos) << st;
+  st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "p", "namespace": "team.a"}})", &set, "p.json");
+  EXPECT_EQ(std::string(st.message()),
+            "p.json: Pod team.a/p: metadata.namespace: Invalid value: \"team.a\": a lowercase RFC 1123 label must "
+            "consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
+            "character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+  st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "web-0.x", "namespace": "team-a"}})", &set, "p.json");
+  EXPECT_TRUE(st.ok()) << st;
   auto bad_utf8 = ParseDocuments("kind: Pod\nmetadata: {name: \"p\xff\"}\n", "u.yaml");
   EXPECT_EQ(std::string(bad_utf8.status().message()), "u.yaml: invalid YAML at line 2: invalid UTF-8 in a scalar");
   // Upstream's test tables bypass the API server: the same values decode when not strict.

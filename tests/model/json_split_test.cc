@@ -66,7 +66,7 @@ json RandomList(std::mt19937* rng, int n, bool typed) {
     const int kind = pick(5);
     const std::string name = StrCat("obj-", i);
     if (kind <= 1) {
-      o = {{"metadata", {{"name", name}, {"namespace", pick(2) ? "default" : "a\"b"},
+      o = {{"metadata", {{"name", name}, {"namespace", pick(2) ? "default" : "team-b"}, {"annotations", {{"note", "a\"b\\c"}}},
                          {"labels", {{"app", StrCat("v", pick(9))}, {"note", ""}}}}},
            {"spec", {{"nodeName", pick(2) ? StrCat("node-", pick(50)) : ""},
                      {"priority", pick(1000)},

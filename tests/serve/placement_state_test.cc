@@ -225,6 +225,8 @@ TEST(PlacementStateTest, ShapeDecodeRepliesAsTheGeneralDecode) {
       {List({Replica("e7"), Replica("e8", "lots")}), false},
       {List({Replica("e9"), Replica("e10", "1", R"("labels":{"a":)" + std::string(300, '[') + std::string(300, ']') + "},")}), false},
       {List({Replica("e11"), GroupMember("e12", "1", "missing")}), false},
+      // A replica whose name the API server refuses: a shared shape checks the name too.
+      {List({Replica("e13"), Replica("E_14")}), false},
   };
   for (const auto& [text, dry_run] : requests) {
     const std::string want = Describe(general.Schedule(text, dry_run, std::nullopt));
@@ -295,6 +297,7 @@ TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
       {Event("ADDED", bound("q9", "a")), Event("REPLACED", bound("q10", "a"))},
       {Event("ADDED", bound("q11", "a")), StrCat(R"({"type":"ADDED","object":)", bound("q12", "a"), R"(,"x":1})")},
       {Event("ADDED", bound("q13", "b")), Event("ADDED", bound("q14", "b"))},
+      {Event("ADDED", bound("q15", "b")), Event("ADDED", bound("Q_16", "b"))},
   };
   for (const std::vector<std::string>& events : calls) {
     const std::vector<std::string_view> views(events.begin(), events.end());

@@ -22,6 +22,8 @@ std::vector<std::string> QualifiedNameErrors(std::string_view value);
 std::vector<std::string> LabelValueErrors(std::string_view value);
 /** validation.IsDNS1123Subdomain. */
 std::vector<std::string> Dns1123SubdomainErrors(std::string_view value);
+/** validation.IsDNS1123Label (namespace names). */
+std::vector<std::string> Dns1123LabelErrors(std::string_view value);
 /** Go's strconv.Quote (fmt's %q), UTF-8 aware. */
 std::string GoQuote(std::string_view s);
 /** fmt's %#v of a []string; an empty list prints as nil. */
