@@ -3,6 +3,8 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -50,11 +52,30 @@ int RunGen(int argc, char** argv) {
   std::string& output = flags.String("output", "-", "output file (- for stdout)");
   std::string& pending_output = flags.String("pending-output", "pending.json", "file for --pending-pods");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
-  if (nodes < 0 || regions < 1 || zones < 1 || pods < 0 || pending < 0 || taint_pct < 0 || taint_pct > 100 ||
-      gpu_pct < 0 || gpu_pct > 100 || constraint_pct < 0 || constraint_pct > 100 || group_size < 1) {
-    std::fprintf(stderr,
-                 "kplace gen: counts must be non-negative, regions/zones and --group-size at least 1, percents "
-                 "0..100\n");
+  // Each bound names its flag; the caps keep a typo from asking for terabytes of JSON.
+  struct Range {
+    const char* flag;
+    int64_t value, min, max;
+  };
+  const Range ranges[] = {{"nodes", nodes, 0, 1000000},
+                          {"regions", regions, 1, 1000000},
+                          {"zones", zones, 1, 1000000},
+                          {"existing-pods", pods, 0, 10000000},
+                          {"pending-pods", pending, 0, 10000000},
+                          {"taint-percent", taint_pct, 0, 100},
+                          {"gpu-percent", gpu_pct, 0, 100},
+                          {"constraint-percent", constraint_pct, 0, 100},
+                          {"group-size", group_size, 1, 10000000}};
+  for (const Range& r : ranges) {
+    if (r.value < r.min || r.value > r.max) {
+      std::fprintf(stderr, "kplace gen: --%s: %lld is out of range (%lld to %lld)\n", r.flag,
+                   static_cast<long long>(r.value), static_cast<long long>(r.min), static_cast<long long>(r.max));
+      return 2;
+    }
+  }
+  if (regions * zones > 1000000) {  // both at most 10^6: the product fits
+    std::fprintf(stderr, "kplace gen: --regions times --zones: %lld zones is more than 1000000\n",
+                 static_cast<long long>(regions * zones));
     return 2;
   }
 
@@ -62,6 +83,15 @@ int RunGen(int argc, char** argv) {
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   json list = {{"apiVersion", "v1"}, {"kind", "List"}, {"items", json::array()}};
   json& items = list["items"];
+  // What is left of each node for existing pods, so none is bound where the scheduler could
+  // never have put it.
+  struct Room {
+    int64_t milli_cpu, mem_mi, pods, gpus;
+    bool tainted;
+    int64_t region;
+  };
+  std::vector<Room> room;
+  room.reserve(static_cast<size_t>(nodes));
   for (int64_t i = 0; i < nodes; ++i) {
     std::string name = "node-" + std::to_string(i);
     int64_t zone_index = i % (regions * zones);
@@ -81,7 +111,10 @@ int RunGen(int argc, char** argv) {
                      {"topology.kubernetes.io/zone", zone}}}}},
                  {"spec", json::object()},
                  {"status", {{"allocatable", alloc}, {"capacity", alloc}}}};
+    room.push_back({1000 * std::stoll(s.cpu), 1024 * std::stoll(s.memory), std::stoll(s.pods),
+                    alloc.contains("nvidia.com/gpu") ? 8 : 0, false, zone_index / zones});
     if (static_cast<int64_t>(pick(100)) < taint_pct) {
+      room.back().tainted = true;
       node["spec"]["taints"] = json::array({{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}});
     }
     if (images) {
@@ -166,10 +199,47 @@ int RunGen(int argc, char** argv) {
     }
     return out;
   };
-  if (nodes > 0) {
-    for (json& pod : make_pods("existing-", pods, [&](json& pod) { pod["spec"]["nodeName"] = "node-" + std::to_string(pick(nodes)); })) {
-      items.push_back(std::move(pod));
+  // An existing pod goes to the first node from a random one on that has room for its
+  // requests, tolerates its taint and matches its region selector; one that fits nowhere is
+  // left out (and counted).
+  int64_t unplaced = 0;
+  auto bind = [&](json& pod) {
+    const json& spec = pod["spec"];
+    const json& req = spec["containers"][0]["resources"]["requests"];
+    const int64_t cpu = std::stoll(req["cpu"].get<std::string>());  // "<n>m"
+    const int64_t mem = std::stoll(req["memory"].get<std::string>());  // "<n>Mi"
+    const int64_t gpus = req.contains("nvidia.com/gpu") ? std::stoll(req["nvidia.com/gpu"].get<std::string>()) : 0;
+    const bool tolerates = spec.contains("tolerations");
+    int64_t region = -1;
+    if (spec.contains("nodeSelector")) region = std::stoll(spec["nodeSelector"].begin()->get<std::string>().substr(7));
+    const int64_t start = static_cast<int64_t>(pick(static_cast<size_t>(nodes)));
+    for (int64_t k = 0; k < nodes; ++k) {
+      const int64_t i = (start + k) % nodes;
+      Room& r = room[static_cast<size_t>(i)];
+      if (r.milli_cpu < cpu || r.mem_mi < mem || r.pods < 1 || r.gpus < gpus || (r.tainted && !tolerates) ||
+          (region >= 0 && r.region != region)) {
+        continue;
+      }
+      r.milli_cpu -= cpu;
+      r.mem_mi -= mem;
+      r.pods -= 1;
+      r.gpus -= gpus;
+      pod["spec"]["nodeName"] = "node-" + std::to_string(i);
+      return true;
     }
+    ++unplaced;
+    return false;
+  };
+  if (nodes > 0) {
+    for (json& pod : make_pods("existing-", pods, [](json&) {})) {
+      if (bind(pod)) items.push_back(std::move(pod));
+    }
+  } else {
+    unplaced = pods;
+  }
+  if (unplaced > 0) {
+    std::fprintf(stderr, "kplace gen: %lld of %lld existing pods fit on no node and were left out\n",
+                 static_cast<long long>(unplaced), static_cast<long long>(pods));
   }
   auto write = [](const std::string& path, const json& doc) {
     if (path == "-") {
@@ -192,7 +262,7 @@ int RunGen(int argc, char** argv) {
   }
   if (output != "-") {
     std::fprintf(stderr, "kplace gen: wrote %lld nodes and %lld pods to %s\n", static_cast<long long>(nodes),
-                 static_cast<long long>(pods), output.c_str());
+                 static_cast<long long>(pods - unplaced), output.c_str());
   }
   return 0;
 }
