@@ -3,6 +3,7 @@
 #include <memory>
 #include <set>
 
+#include "kplace/common/int_math.h"
 #include "kplace/reference/plugin.h"
 
 namespace kplace::reference {
@@ -64,7 +65,7 @@ class ImageLocality final : public Plugin {
       if (it == table.end()) continue;
       const int64_t having = NodesHaving(state, cluster, name);
       double spread = static_cast<double>(having) / static_cast<double>(total);
-      sum += static_cast<int64_t>(static_cast<double>(it->second) * spread);
+      sum = GoAdd(sum, GoFloatToInt64(static_cast<double>(it->second) * spread));
     }
     int64_t max_threshold = kMaxContainerThreshold * static_cast<int64_t>(images.size());
     if (sum < kMinThreshold) {
@@ -72,7 +73,7 @@ class ImageLocality final : public Plugin {
     } else if (sum > max_threshold) {
       sum = max_threshold;
     }
-    *score = kMaxNodeScore * (sum - kMinThreshold) / (max_threshold - kMinThreshold);
+    *score = GoMul(kMaxNodeScore, sum - kMinThreshold) / (max_threshold - kMinThreshold);
     return PluginStatus::Success();
   }
 };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <set>
 
 #include "kplace/config/config.h"
@@ -169,6 +170,49 @@ TEST(SchedulerTest, QueueOrderIsPriorityThenCreationThenInput) {
   pods[3].priority = 1;
   pods[3].meta.creation_unix = 2;
   EXPECT_EQ(QueueOrder(pods), (std::vector<size_t>{1, 2, 3, 0}));
+}
+
+// Image sizes at int64's edge (the kubelet reports any int64): a size that converts past int64
+// after the spread scaling, sums that wrap, and a pod with enough images that the score's
+// product wraps, all as Go computes them, on the engine and the reference alike.
+TEST(SchedulerTest, HugeImageSizesScoreAsGoComputesThem) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  ObjectSet cluster;
+  for (const char* name : {"a", "b", "c"}) cluster.nodes.push_back(MakeNode(name, {{"cpu", "4"}, {"pods", "110"}}));
+  // img0 on every node (spread 1): on a its size converts to 2^63, out of int64's range.
+  cluster.nodes[0].images.push_back({{"img0:v1"}, kMax});
+  cluster.nodes[1].images.push_back({{"img0:v1"}, int64_t{1} << 62});
+  cluster.nodes[2].images.push_back({{"img0:v1"}, 0});
+  for (int k = 1; k < 100; ++k) cluster.nodes[0].images.push_back({{"img" + std::to_string(k) + ":v1"}, kMax / 2});
+  SchedulerConfig config;
+  config.profiles.push_back(SinglePluginsProfile({"ImageLocality"}));
+  Pod one = MakePod("one", {{"cpu", "1"}});
+  one.containers[0].image = "img0:v1";
+  Pod many = MakePod("many", {{"cpu", "1"}});
+  many.containers[0].image = "img0:v1";
+  for (int k = 1; k < 100; ++k) {
+    many.containers.push_back(many.containers[0]);
+    many.containers.back().name = "c" + std::to_string(k);
+    many.containers.back().image = "img" + std::to_string(k) + ":v1";
+  }
+  std::vector<Placement> runs[2];
+  for (int side = 0; side < 2; ++side) {
+    Options o;
+    o.reference = side == 1;
+    auto s = Scheduler::Create(cluster, config, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    runs[side] = {(*s)->Schedule(one), (*s)->Schedule(many)};
+  }
+  for (int side = 0; side < 2; ++side) {
+    // a's sum is int64's minimum (clamped to the floor, 0 points); b's 2^62 is clamped to the
+    // ceiling: 100 points.
+    EXPECT_EQ(runs[side][0].node, "b") << side;
+    EXPECT_EQ(runs[side][0].score, 100) << side;
+  }
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(runs[0][k].node, runs[1][k].node) << k;
+    EXPECT_EQ(runs[0][k].score, runs[1][k].score) << k;
+  }
 }
 
 }  // namespace

@@ -22,4 +22,17 @@ KPLACE_HOST_DEVICE inline int64_t GoMul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
+/** a + b as Go's int64 computes it (two's-complement wrap-around). */
+KPLACE_HOST_DEVICE inline int64_t GoAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+/** int64(x) of a float64 as Go computes it on amd64: truncation toward zero, and the minimum
+ *  int64 for NaN and for values outside int64's range (where a C++ cast is undefined). */
+KPLACE_HOST_DEVICE inline int64_t GoFloatToInt64(double x) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (x >= -kTwo63 && x < kTwo63) return static_cast<int64_t>(x);
+  return std::numeric_limits<int64_t>::min();
+}
+
 }  // namespace kplace

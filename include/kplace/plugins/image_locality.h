@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kplace/common/host_device.h"
+#include "kplace/common/int_math.h"
 #include "kplace/framework/types.h"
 
 namespace kplace::plugins {
@@ -36,7 +37,8 @@ KPLACE_HOST_DEVICE inline int64_t ImageLocalityPriority(int64_t sum, int32_t num
   } else if (sum > max_threshold) {
     sum = max_threshold;
   }
-  return kMaxNodeScore * (sum - kImageMinThreshold) / (max_threshold - kImageMinThreshold);
+  // The product passes int64 only past 88 million images; Go would wrap it, and so do we.
+  return GoMul(kMaxNodeScore, sum - kImageMinThreshold) / (max_threshold - kImageMinThreshold);
 }
 
 KPLACE_HOST_DEVICE inline int64_t ImageLocalityScoreNode(const ImageNodeView& v, const ImagePodParams& p, int32_t i) {
@@ -53,8 +55,9 @@ KPLACE_HOST_DEVICE inline int64_t ImageLocalityScoreNode(const ImageNodeView& v,
         hi = mid;
       }
     }
-    // The spread-scaled size: one double multiply, truncated toward zero.
-    if (lo < end && v.ids[lo] == id) sum += static_cast<int64_t>(static_cast<double>(v.sizes[lo]) * p.spread[j]);
+    // The spread-scaled size: one double multiply, converted and summed as Go does (sizeBytes
+    // is any int64 the kubelet reports).
+    if (lo < end && v.ids[lo] == id) sum = GoAdd(sum, GoFloatToInt64(static_cast<double>(v.sizes[lo]) * p.spread[j]));
   }
   return ImageLocalityPriority(sum, p.num_images);
 }
