@@ -904,6 +904,61 @@ absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view f
 }  // namespace
 
 namespace {
+// The path to the first string (key or value) under `e` that holds U+FFFD, "" when none.
+bool FindReplacement(simdjson::dom::element e, const std::string& path, std::string* out) {
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  if (e.is_string()) {
+    if (e.get_string().value_unsafe().find(kReplacement) == std::string_view::npos) return false;
+    *out = path;
+    return true;
+  }
+  if (e.is_array()) {
+    size_t i = 0;
+    const simdjson::dom::array array = e.get_array().value_unsafe();  // a copy: the result is a temporary
+    for (simdjson::dom::element v : array) {
+      if (FindReplacement(v, StrCat(path, "[", i++, "]"), out)) return true;
+    }
+  } else if (e.is_object()) {
+    const simdjson::dom::object object = e.get_object().value_unsafe();
+    for (auto field : object) {
+      const std::string p = Reader::Join(path, field.key);
+      if (field.key.find(kReplacement) != std::string_view::npos) {
+        *out = p;
+        return true;
+      }
+      if (FindReplacement(field.value, p, out)) return true;
+    }
+  }
+  return false;
+}
+
+// Invalid UTF-8 in `part` (an item of `text`, or all of it), named by file, line and column,
+// and, when the part parses with the bad bytes replaced, by object and field.
+absl::Status Utf8Error(std::string_view text, std::string_view part, std::string_view file) {
+  const size_t at = InvalidUtf8At(part);
+  if (at == std::string_view::npos) return absl::InvalidArgumentError(StrCat(file, ": invalid JSON: invalid UTF-8"));
+  const std::string where = InvalidUtf8Where(text, static_cast<size_t>(part.data() - text.data()) + at);
+  std::string fixed;
+  fixed.reserve(part.size() + 16);
+  for (std::string_view rest = part;;) {
+    const size_t bad = InvalidUtf8At(rest);
+    if (bad == std::string_view::npos) {
+      fixed.append(rest);
+      break;
+    }
+    fixed.append(rest.substr(0, bad)).append("\xEF\xBF\xBD");
+    rest.remove_prefix(bad + 1);
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element e;
+  std::string field;
+  if (parser.parse(fixed).get(e) || !e.is_object()) return absl::InvalidArgumentError(StrCat(file, ": ", where));
+  const JsonView v(e);
+  const std::string kind = v["kind"].is_string() ? std::string(v["kind"].str()) : "object";
+  if (!FindReplacement(e, "", &field)) return absl::InvalidArgumentError(StrCat(file, ": ", KindAndKey(kind, v), ": ", where));
+  return absl::InvalidArgumentError(StrCat(file, ": ", KindAndKey(kind, v), ": ", field, ": ", where));
+}
+
 // Items of a List split by SplitTopLevel, each parsed alone.
 absl::Status DecodeItems(std::string_view text, const std::string_view* items, size_t count,
                          const std::string& item_kind, bool padded, std::string_view file, ObjectSet* out,
@@ -925,6 +980,7 @@ absl::Status DecodeItems(std::string_view text, const std::string_view* items, s
     json j = err == simdjson::NUMBER_OUT_OF_RANGE || err == simdjson::NUMBER_ERROR
                  ? json::parse(items[i], nullptr, /*allow_exceptions=*/false)
                  : json(json::value_t::discarded);
+    if (err == simdjson::UTF8_ERROR) return Utf8Error(text, items[i], file);
     if (j.is_discarded()) {
       absl::StatusOr<std::vector<json>> whole = ParseDocuments(text, file);
       return whole.ok() ? absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", simdjson::error_message(err)))
@@ -978,8 +1034,10 @@ absl::Status DecodeText(std::string_view text, bool padded, std::string_view fil
     }
     simdjson::dom::parser parser;
     simdjson::dom::element root;
-    if (!parser.allocate(text.size(), kMaxNestingDepth) && !parser.parse(text.data(), text.size(), !padded).get(root)) {
-      return DecodeDocument(JsonView(root), file, out, skipped, invalid);
+    if (!parser.allocate(text.size(), kMaxNestingDepth)) {
+      const simdjson::error_code err = parser.parse(text.data(), text.size(), !padded).get(root);
+      if (!err) return DecodeDocument(JsonView(root), file, out, skipped, invalid);
+      if (err == simdjson::UTF8_ERROR) return Utf8Error(text, text, file);
     }
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, file));

@@ -17,6 +17,7 @@
 
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/validation.h"
 
 namespace kplace {
 namespace {
@@ -55,29 +56,7 @@ bool TooDeep(std::string_view text, bool yaml, int* line) {
   return false;
 }
 
-// Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool ValidUtf8(const std::string& s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
-    if (len == 0 || c > 0xF4 || i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-    }
-    if (c == 0xE0 && p[i + 1] < 0xA0) return false;  // overlong
-    if (c == 0xED && p[i + 1] >= 0xA0) return false;  // surrogate
-    if (c == 0xF0 && p[i + 1] < 0x90) return false;  // overlong
-    if (c == 0xF4 && p[i + 1] >= 0x90) return false;  // past U+10FFFF
-    i += len;
-  }
-  return true;
-}
+bool ValidUtf8(const std::string& s) { return InvalidUtf8At(s) == std::string_view::npos; }
 
 struct YamlError {
   int line;
@@ -222,6 +201,10 @@ absl::StatusOr<std::vector<json>> ParseDocuments(std::string_view text, std::str
       docs.push_back(json::parse(text));
       return docs;
     } catch (const json::exception& e) {
+      // The parser's message would quote the bad bytes back.
+      if (const size_t bad = InvalidUtf8At(text); bad != std::string_view::npos) {
+        return absl::InvalidArgumentError(StrCat(file, ": ", InvalidUtf8Where(text, bad)));
+      }
       // parse_error, and out_of_range for a number past double's range (1e400).
       return absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", e.what()));
     }

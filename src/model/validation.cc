@@ -146,6 +146,40 @@ std::vector<std::string> LabelValueErrors(std::string_view value) {
   return errs;
 }
 
+size_t InvalidUtf8At(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (len == 0 || c > 0xF4 || i + len > n) return i;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return i;
+    }
+    if (c == 0xE0 && p[i + 1] < 0xA0) return i;  // overlong
+    if (c == 0xED && p[i + 1] >= 0xA0) return i;  // surrogate
+    if (c == 0xF0 && p[i + 1] < 0x90) return i;  // overlong
+    if (c == 0xF4 && p[i + 1] >= 0x90) return i;  // past U+10FFFF
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+std::string InvalidUtf8Where(std::string_view text, size_t offset) {
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return "invalid UTF-8 at line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+}
+
 // Go's %q (strconv.Quote) for the strings that reach error messages.
 std::string GoQuote(std::string_view s) {
   std::string out = "\"";

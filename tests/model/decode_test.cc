@@ -482,6 +482,19 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
             "character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
   st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "web-0.x", "namespace": "team-a"}})", &set, "p.json");
   EXPECT_TRUE(st.ok()) << st;
+  // Invalid UTF-8 in JSON: file, object, field, line and column (it used to reach the output
+  // writer, or give nlohmann's message with the raw byte in it).
+  st = kplace::DecodeText("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}},\n"
+                  "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"p\"}, \"spec\": {\"containers\": "
+                  "[{\"name\": \"c\", \"image\": \"img\xff\"}]}}]}",
+                  "u.json", &set);
+  EXPECT_EQ(std::string(st.message()),
+            "u.json: Pod default/p: spec.containers[0].image: invalid UTF-8 at line 3, column 95");
+  st = kplace::DecodeText("{\"kind\": \"Node\", \"metadata\": {\"name\": \"n\xc0\xaf\"}}", "n.json", &set);
+  EXPECT_EQ(std::string(st.message()), "n.json: Node n\xef\xbf\xbd\xef\xbf\xbd: metadata.name: invalid UTF-8 at line 1, column 41");
+  // Documents parsed whole (configurations, cases, events) name the place too.
+  EXPECT_EQ(std::string(ParseDocuments("{\"a\":\n \"\xff\"}", "c.json").status().message()),
+            "c.json: invalid UTF-8 at line 2, column 3");
   auto bad_utf8 = ParseDocuments("kind: Pod\nmetadata: {name: \"p\xff\"}\n", "u.yaml");
   EXPECT_EQ(std::string(bad_utf8.status().message()), "u.yaml: invalid YAML at line 2: invalid UTF-8 in a scalar");
   // Upstream's test tables bypass the API server: the same values decode when not strict.

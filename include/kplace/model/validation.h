@@ -24,6 +24,11 @@ std::vector<std::string> LabelValueErrors(std::string_view value);
 std::vector<std::string> Dns1123SubdomainErrors(std::string_view value);
 /** validation.IsDNS1123Label (namespace names). */
 std::vector<std::string> Dns1123LabelErrors(std::string_view value);
+/** Where `s` stops being well-formed UTF-8 (an overlong form, a surrogate, a code point past
+ *  U+10FFFF, a bad or missing continuation byte), or npos when it is well-formed. */
+size_t InvalidUtf8At(std::string_view s);
+/** "invalid UTF-8 at line L, column C" for the byte at `offset` of `text` (columns count bytes). */
+std::string InvalidUtf8Where(std::string_view text, size_t offset);
 /** Go's strconv.Quote (fmt's %q), UTF-8 aware. */
 std::string GoQuote(std::string_view s);
 /** fmt's %#v of a []string; an empty list prints as nil. */
