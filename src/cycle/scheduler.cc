@@ -591,6 +591,11 @@ class CycleScheduler final : public Scheduler {
       out.message = StrCat("left alone: no profile has schedulerName \"", pod.scheduler_name, "\"");
       return out;
     }
+    if (const Pod* bound = FindBoundPod(out.pod)) {  // binding it again would lose the pod it has
+      out.code = Code::kError;
+      out.message = StrCat("Pod ", out.pod, " is already bound to node ", bound->node_name);
+      return out;
+    }
     if (!pod.scheduling_gates.empty()) {  // SchedulingGates' PreEnqueue: the pod never enters a cycle
       out.gated = true;
       out.code = Code::kUnschedulableAndUnresolvable;

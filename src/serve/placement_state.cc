@@ -383,6 +383,13 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
 }
 
 absl::Status PlacementState::FinishRequest(const std::map<std::string, std::string>& named, RequestPods* out) const {
+  // A pod the cluster already holds on a node is not pending: the API server would say it exists.
+  for (const Pod& p : out->decoded.pods) {
+    const std::string key = ObjectKey(p.meta);
+    if (const Pod* bound = scheduler_ ? scheduler_->FindBoundPod(key) : nullptr) {
+      return absl::AlreadyExistsError(StrCat("pods: Pod ", key, " already exists, bound to node ", bound->node_name));
+    }
+  }
   for (size_t k = 0; k < out->decoded.pods.size(); ++k) {
     if (out->group_of[k].empty()) continue;
     auto g = out->pod_groups.find(out->group_of[k]);

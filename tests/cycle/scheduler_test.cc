@@ -172,6 +172,30 @@ TEST(SchedulerTest, QueueOrderIsPriorityThenCreationThenInput) {
   EXPECT_EQ(QueueOrder(pods), (std::vector<size_t>{1, 2, 3, 0}));
 }
 
+// Scheduling a pod the scheduler already holds on a node is an error, on both sides; binding it
+// again replaced the stored pod while the engine's snapshot still pointed at it.
+TEST(SchedulerTest, APodAlreadyBoundIsNotBoundAgain) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("a", {{"cpu", "4"}, {"pods", "110"}}));
+  cluster.nodes.push_back(MakeNode("b", {{"cpu", "4"}, {"pods", "110"}}));
+  for (Options o : BothSides()) {
+    auto s = Scheduler::Create(cluster, FitOnly("MostAllocated"), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    const Pod p = MakePod("p", {{"cpu", "1"}});
+    const Placement first = (*s)->Schedule(p);
+    ASSERT_EQ(first.code, Code::kSuccess);
+    const Placement again = (*s)->Schedule(p);
+    EXPECT_EQ(again.code, Code::kError);
+    EXPECT_EQ(again.node, "");
+    EXPECT_EQ(again.message, "Pod default/p is already bound to node " + first.node);
+    // The first binding stands and still counts: the next pod packs beside it.
+    ASSERT_NE((*s)->FindBoundPod("default/p"), nullptr);
+    EXPECT_EQ((*s)->FindBoundPod("default/p")->node_name, first.node);
+    EXPECT_EQ((*s)->Objects().pods.size(), 1u);
+    EXPECT_EQ((*s)->Schedule(MakePod("q", {{"cpu", "1"}})).node, first.node) << o.reference;
+  }
+}
+
 // Image sizes at int64's edge (the kubelet reports any int64): a size that converts past int64
 // after the spread scaling, sums that wrap, and a pod with enough images that the score's
 // product wraps, all as Go computes them, on the engine and the reference alike.

@@ -108,7 +108,7 @@ TEST(ImageLocalityTest, EngineMatchesReferenceOnRandomPairs) {
   for (int i = 0; i < 40; ++i) {
     Node n = MakeNode("n" + std::to_string(i), {});
     for (const std::string& name : on_nodes) {
-      if (rng() % 3 == 0) n.images.push_back({{name}, static_cast<int64_t>(rng() % 3000) * kMB + rng() % 7});
+      if (rng() % 3 == 0) n.images.push_back({{name}, static_cast<int64_t>(rng() % 3000) * kMB + static_cast<int64_t>(rng() % 7)});
     }
     c.nodes.push_back(n);
   }

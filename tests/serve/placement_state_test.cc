@@ -239,8 +239,24 @@ TEST(PlacementStateTest, ShapeDecodeRepliesAsTheGeneralDecode) {
   // other Lists share 3 (s1-s3), 1 (m1) and 1 (w1).
   EXPECT_EQ(fast.decode_counts().shared, 6 + 6 + 3 + 1 + 1);
   EXPECT_EQ(general.decode_counts().shared, 0);
-  // Evaluate and explanations too.
-  EXPECT_EQ(Describe(fast.Evaluate(List(mixed), std::nullopt, true)), Describe(general.Evaluate(List(mixed), std::nullopt, true)));
+  // Evaluate and explanations too (of pods not in the cluster: `mixed` was committed above).
+  std::vector<std::string> probes;
+  for (int i = 0; i < 6; ++i) probes.push_back(Replica(StrCat("v", i)));
+  probes.push_back(Replica("vbig", "3"));
+  const std::string evaluated = Describe(fast.Evaluate(List(probes), std::nullopt, true));
+  EXPECT_EQ(evaluated, Describe(general.Evaluate(List(probes), std::nullopt, true)));
+  EXPECT_EQ(evaluated.find("error"), std::string::npos) << evaluated;
+  // A pod the cluster holds on a node is refused, not bound a second time (that lost the
+  // first binding's pod while the engine still pointed at it).
+  for (PlacementState* s : {&fast, &general}) {
+    const std::string before = s->Snapshot().dump();
+    auto again = s->Evaluate(List(mixed), std::nullopt);
+    EXPECT_TRUE(absl::IsAlreadyExists(again.status())) << again.status();
+    EXPECT_EQ(std::string(again.status().message()).rfind("pods: Pod default/r0 already exists, bound to node ", 0), 0u)
+        << again.status();
+    EXPECT_TRUE(absl::IsAlreadyExists(s->Schedule(List({Replica("r1")}), false, std::nullopt).status()));
+    EXPECT_EQ(s->Snapshot().dump(), before);
+  }
 
   // Real values, not only agreement: on a fresh cluster three replicas of one shape and a
   // pod that differs only in its request: the replicas fit, the 5-CPU pod fits no node.
