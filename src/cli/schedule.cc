@@ -13,12 +13,14 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "kplace/cli/commands.h"
 #include "kplace/cli/explain_table.h"
+#include "kplace/bench/progress.h"
 #include "kplace/cli/klog.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -533,17 +535,28 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     std::map<std::string, std::string> scheduler_of;  // pending pod key -> its schedulerName
     for (const Pod& p : pending) scheduler_of[ObjectKey(p.meta)] = p.scheduler_name;
-    size_t attempts = 0;
+    // Progress on stderr: a bar on a terminal, else a line every 2 s (a run that ends sooner
+    // prints none). Pods count once they have had their first cycle.
+    bench::ProgressLine progress;
+    std::unordered_set<std::string> tried;
+    auto last = std::chrono::steady_clock::now();
     placements = (*scheduler)->ScheduleAll(pending, [&](const cycle::Placement& p) {
-      if (klog) PrintKlog(p, stderr);
+      if (klog) {
+        progress.Clear();
+        PrintKlog(p, stderr);
+      }
       if (p.explanation && !p.gated && !p.other_scheduler) {
         attempt_annotations[p.pod].push_back(cycle::Annotations(p, profile_for(scheduler_of[p.pod])));
       }
-      if (order.size() >= 1000 && ++attempts % 1000 == 0) {
-        std::fprintf(stderr, "%s: %zu cycles for %zu pods\n", who, attempts, order.size());
+      tried.insert(p.pod);
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last).count() >= progress.interval_seconds()) {
+        progress.Update(who, static_cast<int64_t>(tried.size()), static_cast<int64_t>(order.size()));
+        last = now;
       }
       return true;
     });
+    progress.Clear();
   }
   auto attempts_of = [&](const cycle::Placement& p) {
     auto it = attempt_annotations.find(p.pod);
