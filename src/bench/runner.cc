@@ -397,6 +397,62 @@ Throughput ComputeThroughput(const std::vector<double>& done_seconds, double end
   return out;
 }
 
+absl::StatusOr<PreparedPhase> PreparePhase(const Workload& w, const BenchOptions& options) {
+  PreparedPhase out;
+  out.config = BuiltDefaultConfig(options.backend, &out.missing_plugins);
+  KPLACE_ASSIGN_OR_RETURN(out.cluster, BuildCluster(w));
+
+  // Init pods are placed by the engine, group after group as upstream's createPods ops
+  // (each op waits for its pods); every measured run starts from that state. Creation
+  // times keep increasing across groups so queue order is op order.
+  cycle::Options& engine_options = out.engine_options;
+  engine_options.backend = options.backend;
+  engine_options.batch = options.batch;
+  // The variant's featureGates (scheduler_perf's), then --feature-gates over them.
+  FeatureGates& gates = out.engine_options.gates;
+  if (const Variant* v = w.FindVariant(w.variant)) {
+    for (const auto& [gate, on] : v->feature_gates) {
+      if (KnownFeatureGates().count(gate)) {
+        gates.overrides[gate] = on;
+        out.applied_gates[gate] = on;
+      } else {
+        out.ignored_gates.push_back(gate);
+      }
+    }
+  }
+  for (const auto& [gate, on] : options.gates.overrides) gates.overrides[gate] = on;
+  int64_t creation = 0;
+  out.init.resize(w.init.size());  // per group, bound where placed
+  auto start = Clock::now();
+  for (size_t g = 0; g < w.init.size(); ++g) {
+    KPLACE_ASSIGN_OR_RETURN(out.init[g], BuildPods(w.init[g], StrCat("init", g), creation));
+    creation += w.init[g].count;
+    if (out.init[g].empty()) continue;
+    RunStats init_stats;
+    init_stats.side = w.init.size() > 1 ? StrCat("init pods (group ", g + 1, "/", w.init.size(), ")") : "init pods";
+    KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(out.cluster, out.config, engine_options, out.init[g], Phase{}, 0, 1.0,
+                                                     options.backend, options, &init_stats));
+    std::unordered_map<std::string, const std::string*> node_of;
+    for (const cycle::Placement& p : placed.run.placements) node_of[p.pod] = &p.node;
+    for (Pod& p : out.init[g]) {
+      ++out.init_pods;
+      auto it = node_of.find(ObjectKey(p.meta));
+      if (it == node_of.end() || it->second->empty()) {
+        out.phase.carried.push_back(p);  // still pending when the measured pods come
+        continue;
+      }
+      ++out.init_scheduled;
+      p.node_name = *it->second;
+      out.cluster.pods.push_back(p);
+    }
+  }
+  out.init_seconds = Seconds(Clock::now() - start);
+  out.measured_first_creation = creation;
+  KPLACE_ASSIGN_OR_RETURN(out.measured, BuildPods(w.measured, "pod", creation));
+  KPLACE_RETURN_IF_ERROR(PlaceEvents(w, out.init, static_cast<int64_t>(out.measured.size()), &out.phase));
+  return out;
+}
+
 absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& options) {
   BenchResult result;
   result.workload = w.name;
@@ -405,62 +461,21 @@ absl::StatusOr<BenchResult> RunWorkload(const Workload& w, const BenchOptions& o
   for (const Variant& v : w.variants) {
     if (v.threshold) result.thresholds.push_back(v);
   }
-  SchedulerConfig config = BuiltDefaultConfig(options.backend, &result.missing_plugins);
-  KPLACE_ASSIGN_OR_RETURN(ObjectSet cluster, BuildCluster(w));
-
-  // Init pods are placed by the engine, group after group as upstream's createPods ops
-  // (each op waits for its pods); both measured runs start from that state. Creation
-  // times keep increasing across groups so queue order is op order.
-  cycle::Options engine_options;
-  engine_options.backend = options.backend;
-  engine_options.batch = options.batch;
-  // The variant's featureGates (scheduler_perf's), then --feature-gates over them.
   result.metrics_name = w.metrics_name;
-  FeatureGates gates;
-  if (const Variant* v = w.FindVariant(w.variant)) {
-    for (const auto& [gate, on] : v->feature_gates) {
-      if (KnownFeatureGates().count(gate)) {
-        gates.overrides[gate] = on;
-        result.applied_gates[gate] = on;
-      } else {
-        result.ignored_gates.push_back(gate);
-      }
-    }
-  }
-  for (const auto& [gate, on] : options.gates.overrides) gates.overrides[gate] = on;
-  engine_options.gates = gates;
   result.batch = options.batch;
-  int64_t creation = 0;
-  Phase phase;
-  std::vector<std::vector<Pod>> init_pods(w.init.size());  // per group, bound where placed
-  {
-    auto start = Clock::now();
-    for (size_t g = 0; g < w.init.size(); ++g) {
-      KPLACE_ASSIGN_OR_RETURN(init_pods[g], BuildPods(w.init[g], StrCat("init", g), creation));
-      creation += w.init[g].count;
-      if (init_pods[g].empty()) continue;
-      RunStats init_stats;
-      init_stats.side = w.init.size() > 1 ? StrCat("init pods (group ", g + 1, "/", w.init.size(), ")") : "init pods";
-      KPLACE_ASSIGN_OR_RETURN(Measured placed, Measure(cluster, config, engine_options, init_pods[g], Phase{}, 0, 1.0,
-                                                       options.backend, options, &init_stats));
-      std::unordered_map<std::string, const std::string*> node_of;
-      for (const cycle::Placement& p : placed.run.placements) node_of[p.pod] = &p.node;
-      for (Pod& p : init_pods[g]) {
-        ++result.init_pods;
-        auto it = node_of.find(ObjectKey(p.meta));
-        if (it == node_of.end() || it->second->empty()) {
-          phase.carried.push_back(p);  // still pending when the measured pods come
-          continue;
-        }
-        ++result.init_scheduled;
-        p.node_name = *it->second;
-        cluster.pods.push_back(p);
-      }
-    }
-    result.init_seconds = Seconds(Clock::now() - start);
-  }
-  KPLACE_ASSIGN_OR_RETURN(std::vector<Pod> measured, BuildPods(w.measured, "pod", creation));
-  KPLACE_RETURN_IF_ERROR(PlaceEvents(w, init_pods, static_cast<int64_t>(measured.size()), &phase));
+  KPLACE_ASSIGN_OR_RETURN(PreparedPhase prep, PreparePhase(w, options));
+  result.missing_plugins = prep.missing_plugins;
+  result.applied_gates = prep.applied_gates;
+  result.ignored_gates = prep.ignored_gates;
+  result.init_pods = prep.init_pods;
+  result.init_scheduled = prep.init_scheduled;
+  result.init_seconds = prep.init_seconds;
+  const ObjectSet& cluster = prep.cluster;
+  const SchedulerConfig& config = prep.config;
+  const cycle::Options& engine_options = prep.engine_options;
+  const FeatureGates& gates = engine_options.gates;
+  const std::vector<Pod>& measured = prep.measured;
+  const Phase& phase = prep.phase;
   result.churn_events = static_cast<int64_t>(phase.events.size());
 
   result.engine.side = StrCat("engine (", engine::BackendName(options.backend), ")");

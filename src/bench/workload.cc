@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <iterator>
 #include <unordered_set>
 
+#include "absl/time/time.h"
 #include "kplace/bench/perf_config.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -1004,6 +1006,53 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
   return DecodeWorkloadSpec(docs[0], name_or_path);
 }
 
+// The cluster's objects besides nodes and their per-node objects, each with where it comes
+// from: namespaces, namespace sets, extra objects, then every init and measured pod's own
+// objects (they exist before their pod is scheduled, as scheduler_perf creates a pod's PV and
+// PVC before the pod).
+absl::Status ForEachOtherObject(const Workload& w,
+                                const std::function<absl::Status(const json&, const std::string&)>& visit) {
+  for (const json& ns : w.namespaces) {
+    json n = ns;
+    if (!n.contains("kind")) n["kind"] = "Namespace";
+    KPLACE_RETURN_IF_ERROR(visit(n, StrCat("workload ", w.name)));
+  }
+  for (const NamespaceSet& s : w.namespace_sets) {
+    for (int32_t i = 0; i < s.count; ++i) {
+      json ns = s.namespace_template;
+      ns["metadata"]["name"] = StrCat(s.prefix, "-", i);
+      if (!ns.contains("kind")) ns["kind"] = "Namespace";
+      KPLACE_RETURN_IF_ERROR(visit(ns, StrCat("workload ", w.name, " namespace set ", s.prefix)));
+    }
+  }
+  for (size_t i = 0; i < w.objects.size(); ++i) {
+    KPLACE_RETURN_IF_ERROR(visit(w.objects[i], StrCat("workload ", w.name, " objects[", i, "]")));
+  }
+  auto group_objects = [&](const PodGroup& g, const std::string& field) -> absl::Status {
+    if (!g.namespace_prefix.empty()) {
+      for (const NamespaceSet& s : w.namespace_sets) {
+        if (s.prefix == g.namespace_prefix && s.count != g.namespace_count) {
+          return absl::InvalidArgumentError(StrCat("workload ", w.name, " ", field, ": runs over ", g.namespace_count,
+                                                   " namespaces of ", s.prefix, " but the set has ", s.count));
+        }
+      }
+    }
+    for (const std::string& ns : g.Namespaces()) {
+      for (int32_t i = 0; g.objects.size() && i < g.count; ++i) {
+        Vars v;
+        v.index = i;
+        v.namespace_ = ns;
+        for (size_t o = 0; o < g.objects.size(); ++o) {
+          KPLACE_RETURN_IF_ERROR(visit(Substitute(g.objects[o], v), StrCat("workload ", w.name, " ", field, ".objects[", o, "]")));
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(group_objects(w.init[g], StrCat("init[", g, "]")));
+  return group_objects(w.measured, "measured");
+}
+
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
   ObjectSet out;
   out.nodes.reserve(w.num_nodes);
@@ -1044,45 +1093,65 @@ absl::StatusOr<ObjectSet> BuildCluster(const Workload& w) {
       KPLACE_RETURN_IF_ERROR(DecodeObjects(group.objects, v, where, &out));
     }
   }
-  for (const json& ns : w.namespaces) {
-    KPLACE_ASSIGN_OR_RETURN(Namespace n, DecodeNamespace(ns, StrCat("workload ", w.name)));
-    out.namespaces.push_back(std::move(n));
-  }
-  for (const NamespaceSet& s : w.namespace_sets) {
-    for (int32_t i = 0; i < s.count; ++i) {
-      json ns = s.namespace_template;
-      ns["metadata"]["name"] = StrCat(s.prefix, "-", i);
-      KPLACE_ASSIGN_OR_RETURN(Namespace n, DecodeNamespace(ns, StrCat("workload ", w.name, " namespace set ", s.prefix)));
-      out.namespaces.push_back(std::move(n));
+  KPLACE_RETURN_IF_ERROR(ForEachOtherObject(w, [&](const json& o, const std::string& where) {
+    return DecodeDocument(o, where, &out);
+  }));
+  return out;
+}
+
+absl::StatusOr<json> ClusterList(const Workload& w) {
+  json items = json::array();
+  const std::vector<int32_t> counts = NodeGroupCounts(w);
+  int64_t k = 0;
+  for (size_t g = 0; g < w.node_groups.size(); ++g) {
+    const NodeGroup& group = w.node_groups[g];
+    for (int32_t i = 0; i < counts[g]; ++i, ++k) {
+      Vars v;
+      v.index = i;
+      v.name = NodeName(group, i, k);
+      json node = NodeObject(group, v, true);
+      if (!node.contains("kind")) node["kind"] = "Node";
+      items.push_back(std::move(node));
+      for (const json& o : group.objects) items.push_back(Substitute(o, v));
     }
   }
-  for (size_t i = 0; i < w.objects.size(); ++i) {
-    KPLACE_RETURN_IF_ERROR(DecodeDocument(w.objects[i], StrCat("workload ", w.name, " objects[", i, "]"), &out));
-  }
-  // Per-pod objects of every group, init and measured: they exist before their pod is
-  // scheduled, as scheduler_perf creates a pod's PV and PVC before the pod.
-  auto group_objects = [&](const PodGroup& g, const std::string& field) -> absl::Status {
-    if (!g.namespace_prefix.empty()) {
-      for (const NamespaceSet& s : w.namespace_sets) {
-        if (s.prefix == g.namespace_prefix && s.count != g.namespace_count) {
-          return absl::InvalidArgumentError(StrCat("workload ", w.name, " ", field, ": runs over ", g.namespace_count,
-                                                   " namespaces of ", s.prefix, " but the set has ", s.count));
-        }
-      }
-    }
-    if (g.objects.empty()) return absl::OkStatus();
-    for (const std::string& ns : g.Namespaces()) {
-      for (int32_t i = 0; i < g.count; ++i) {
-        Vars v;
-        v.index = i;
-        v.namespace_ = ns;
-        KPLACE_RETURN_IF_ERROR(DecodeObjects(g.objects, v, StrCat("workload ", w.name, " ", field), &out));
-      }
-    }
+  KPLACE_RETURN_IF_ERROR(ForEachOtherObject(w, [&](const json& o, const std::string&) {
+    items.push_back(o);
     return absl::OkStatus();
-  };
-  for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(group_objects(w.init[g], StrCat("init[", g, "]")));
-  KPLACE_RETURN_IF_ERROR(group_objects(w.measured, "measured"));
+  }));
+  return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}};
+}
+
+std::vector<json> PodObjects(const PodGroup& group, const std::string& prefix, int64_t first_creation) {
+  std::vector<json> out;
+  out.reserve(group.TotalPods());
+  const bool substitute = HasVariables(group.pod_template);
+  std::vector<int32_t> order;
+  if (group.heterogeneous) order = RequestOrder(group.heterogeneous->seed);
+  int64_t k = 0;
+  for (const std::string& ns : group.Namespaces()) {
+    Vars v;
+    v.namespace_ = ns;
+    for (int32_t i = 0; i < group.count; ++i, ++k) {
+      v.index = i;
+      json pod = PodObject(group, v, substitute);
+      if (group.heterogeneous) pod = HeterogeneousPod(std::move(pod), *group.heterogeneous, k, order);
+      if (!pod.contains("kind")) pod["kind"] = "Pod";
+      json& meta = pod["metadata"];
+      int64_t created = 0;  // as BuildPods: the template's creation time, plus first_creation + k seconds
+      absl::Time t;
+      std::string err;
+      if (meta.contains("creationTimestamp") && meta["creationTimestamp"].is_string() &&
+          absl::ParseTime(absl::RFC3339_full, meta["creationTimestamp"].get<std::string>(), &t, &err)) {
+        created = absl::ToUnixSeconds(t);
+      }
+      meta["name"] = StrCat(prefix, "-", k);
+      meta["uid"] = StrCat(prefix, "-uid-", k);
+      meta["creationTimestamp"] = absl::FormatTime(absl::RFC3339_sec, absl::FromUnixSeconds(created + first_creation + k),
+                                                   absl::UTCTimeZone());
+      out.push_back(std::move(pod));
+    }
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@ extern char** environ;
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
+#include "src/cli/bench_serve.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/engine/framework.h"
@@ -409,6 +410,8 @@ int RunBench(int argc, char** argv) {
   std::string& sweep_existing = flags.String("sweep-existing", "", "with --sweep: existing pods with affinity terms, comma-separated (default 0,1000,10000,100000)");
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch, "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false");
+  std::string& through = flags.String("through", "", "serve: schedule the measured pods in process and through a kplace serve started on loopback, from the same state, and compare rates and placements");
+  int64_t& request_pods = flags.Int("request-pods", 1000, "with --through serve: pods per Schedule request");
   bool& verify = flags.Bool("verify", "engine: also replay the measured phase (pods and churn events) per pod and batched; any difference exits 1");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
 
@@ -465,6 +468,14 @@ int RunBench(int argc, char** argv) {
     std::fprintf(stderr, "kplace bench: --batch must be at least 1, got %lld\n", static_cast<long long>(batch));
     return 2;
   }
+  if (!through.empty() && through != "serve") {
+    std::fprintf(stderr, "kplace bench: --through: expected serve, got \"%s\"\n", through.c_str());
+    return 2;
+  }
+  if (request_pods < 1 || request_pods > 1000000) {
+    std::fprintf(stderr, "kplace bench: --request-pods: %lld is out of range (1 to 1000000)\n", static_cast<long long>(request_pods));
+    return 2;
+  }
   bench::BenchOptions options;
   if (!ParseFeatureGates("bench", feature_gates, &options.gates)) return 2;
   options.backend = be;
@@ -502,6 +513,11 @@ int RunBench(int argc, char** argv) {
     if (pods >= 0 || init_pods >= 0 || nodes > 0) bench::NameVariant(*w);
     std::fprintf(stderr, "kplace bench: %s/%s: %d nodes, %d measured pods\n", w->name.c_str(), w->variant.c_str(),
                  w->num_nodes, w->measured.count);
+    if (through == "serve") {
+      if (RunThroughServe(*w, options, request_pods) != 0) rc = 1;
+      progress.Clear();
+      continue;
+    }
     auto r = bench::RunWorkload(*w, options);
     progress.Clear();
     if (!r.ok()) {

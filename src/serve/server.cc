@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/framework/types.h"
 #include "kplace/serve/metrics.h"
@@ -254,6 +254,52 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
   return absl::OkStatus();
 }
 
+struct LocalServer::Impl {
+  explicit Impl(const ServerOptions& o) : service(o.scheduler, o.token, &metrics) {}
+  Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  PlacementService service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+absl::StatusOr<std::unique_ptr<LocalServer>> LocalServer::Start(const ServerOptions& options) {
+  KPLACE_RETURN_IF_ERROR(CheckServerOptions(options));
+  std::unique_ptr<LocalServer> out(new LocalServer);
+  out->impl_ = std::make_unique<Impl>(options);
+  Impl& i = *out->impl_;
+  if (!options.metrics_listen.empty()) {
+    try {
+      i.exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(StrCat("--metrics-listen ", options.metrics_listen, ": cannot listen: ", e.what()));
+    }
+    i.exposer->RegisterCollectable(i.metrics.registry());
+    const std::vector<int> ports = i.exposer->GetListeningPorts();
+    out->metrics_port_ = ports.empty() ? 0 : ports[0];
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, Credentials(options), &i.port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.RegisterService(&i.service);
+  i.server = builder.BuildAndStart();
+  if (!i.server || i.port == 0) return absl::UnavailableError(StrCat("cannot listen on ", options.listen));
+  return out;
+}
+
+LocalServer::~LocalServer() { Stop(); }
+
+int LocalServer::port() const { return impl_->port; }
+
+void LocalServer::Stop() {
+  if (!impl_ || !impl_->server) return;
+  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  impl_->server->Wait();
+  impl_->server.reset();
+}
+
 int RunServer(const ServerOptions& options, const std::function<void(int port)>& ready) {
   if (absl::Status s = CheckServerOptions(options); !s.ok()) {
     std::fprintf(stderr, "kplace serve: %s\n", std::string(s.message()).c_str());
@@ -265,46 +311,22 @@ int RunServer(const ServerOptions& options, const std::function<void(int port)>&
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  Metrics metrics;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  std::string metrics_line;
-  if (!options.metrics_listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kplace serve: --metrics-listen %s: cannot listen: %s\n", options.metrics_listen.c_str(), e.what());
-      return 1;
-    }
-    exposer->RegisterCollectable(metrics.registry());
-    const std::vector<int> ports = exposer->GetListeningPorts();
-    metrics_line = StrCat(", metrics on ", options.metrics_listen, " (port ", ports.empty() ? 0 : ports[0], ")");
-  }
-  PlacementService service(options.scheduler, options.token, &metrics);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, Credentials(options), &port);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  builder.SetMaxSendMessageSize(options.max_message_bytes);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) {
-    std::fprintf(stderr, "kplace serve: cannot listen on %s\n", options.listen.c_str());
+  auto server = LocalServer::Start(options);
+  if (!server.ok()) {
+    std::fprintf(stderr, "kplace serve: %s\n", std::string(server.status().message()).c_str());
     return 1;
   }
+  const int port = (*server)->port();
+  const std::string metrics_line =
+      options.metrics_listen.empty() ? "" : StrCat(", metrics on ", options.metrics_listen, " (port ", (*server)->metrics_port(), ")");
   std::fprintf(stderr, "kplace serve: listening on %s (port %d)%s%s%s\n", options.listen.c_str(), port,
                options.tls_cert.empty() ? "" : options.client_ca.empty() ? ", TLS" : ", mutual TLS",
                options.token.empty() ? "" : ", bearer token", metrics_line.c_str());
   if (ready) ready(port);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop, &sig);
-    std::fprintf(stderr, "kplace serve: %s: draining in-flight calls\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  });
-  server->Wait();
-  waiter.join();
+  int sig = 0;
+  sigwait(&stop, &sig);
+  std::fprintf(stderr, "kplace serve: %s: draining in-flight calls\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  (*server)->Stop();
   std::fprintf(stderr, "kplace serve: stopped\n");
   return 0;
 }

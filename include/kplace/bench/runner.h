@@ -127,6 +127,26 @@ struct Phase {
   std::vector<std::pair<int64_t, state::ClusterEvent>> events;
 };
 
+/** What every measured run of a workload starts from: the first steps of RunWorkload. */
+struct PreparedPhase {
+  SchedulerConfig config;                     // the default profile, of the plugins both sides build
+  std::vector<std::string> missing_plugins;   // default plugins left out of `config`
+  cycle::Options engine_options;              // backend, batch and the feature gates below
+  std::map<std::string, bool> applied_gates;  // as BenchResult's
+  std::vector<std::string> ignored_gates;
+  ObjectSet cluster;  // BuildCluster, with the init pods the engine placed bound
+  std::vector<std::vector<Pod>> init;  // per init group; node_name set where placed
+  int64_t init_pods = 0, init_scheduled = 0;
+  double init_seconds = 0;
+  Phase phase;  // init pods left pending, and the churn and deletion events
+  std::vector<Pod> measured;
+  int64_t measured_first_creation = 0;  // BuildPods' first_creation of the measured pods
+};
+
+/** @brief BuildCluster, the init pods placed by the engine group by group (as upstream's
+ *  createPods ops), the measured pods and the phase's events. */
+absl::StatusOr<PreparedPhase> PreparePhase(const Workload& w, const BenchOptions& options);
+
 /** A phase as RunPhase drove it. */
 struct PhaseRun {
   std::vector<cycle::Placement> placements;  // every pod's last attempt, in arrival order (SchedulingQueue::Results)

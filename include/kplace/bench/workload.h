@@ -212,6 +212,12 @@ std::vector<int32_t> NodeGroupCounts(const Workload& w);
  *  decoder. InvalidArgument naming the workload and template on bad input, or when a
  *  group's namespace_count disagrees with its namespace set. */
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w);
+/** @brief BuildCluster's objects as a v1 List of JSON objects, as a client would send them
+ *  (`kplace bench --through serve`): each node from its template, substituted. */
+absl::StatusOr<nlohmann::json> ClusterList(const Workload& w);
+/** @brief BuildPods' pods as JSON objects: the same names, uids and creation times (as
+ *  metadata.creationTimestamp). */
+std::vector<nlohmann::json> PodObjects(const PodGroup& group, const std::string& prefix, int64_t first_creation = 0);
 /** @brief The objects churn tick `tick` (1, 2, ...) makes and deletes, as watch events in
  *  template order. InvalidArgument naming the template on bad input. */
 absl::StatusOr<std::vector<state::ClusterEvent>> ChurnEvents(const Churn& churn, int64_t tick);

@@ -2,9 +2,11 @@
 // `kplace serve`'s gRPC transport (proto/kplace/v1/placement.proto) over a PlacementState.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kplace/cycle/scheduler.h"
 
 namespace kplace::serve {
@@ -28,6 +30,30 @@ absl::Status CheckServerOptions(const ServerOptions& options);
 
 /** Whether `address` (host:port) names the loopback interface only. */
 bool IsLoopback(const std::string& address);
+
+/** A server running in this process on its own threads until Stop (or destruction), which
+ *  drains in-flight calls: `kplace bench --through serve` and RunServer stand on it. */
+class LocalServer {
+ public:
+  /** @brief Checks `options` (CheckServerOptions) and starts listening: InvalidArgument for
+   *  options refused, Unavailable when it cannot listen. */
+  static absl::StatusOr<std::unique_ptr<LocalServer>> Start(const ServerOptions& options);
+  ~LocalServer();
+  LocalServer(const LocalServer&) = delete;
+  LocalServer& operator=(const LocalServer&) = delete;
+
+  /** The bound gRPC port (the one asked for, or the one picked for port 0). */
+  int port() const;
+  /** The metrics page's bound port; 0 without one. */
+  int metrics_port() const { return metrics_port_; }
+  void Stop();
+
+ private:
+  LocalServer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int metrics_port_ = 0;
+};
 
 /** @brief Serves until SIGTERM or SIGINT, then drains in-flight calls and returns 0; 1 when
  *  it cannot listen. `ready` (may be empty) gets the bound port once it listens. */
