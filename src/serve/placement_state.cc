@@ -387,7 +387,7 @@ absl::Status PlacementState::FinishRequest(const std::map<std::string, std::stri
   for (const Pod& p : out->decoded.pods) {
     const std::string key = ObjectKey(p.meta);
     if (const Pod* bound = scheduler_ ? scheduler_->FindBoundPod(key) : nullptr) {
-      return absl::AlreadyExistsError(StrCat("pods: Pod ", key, " already exists, bound to node ", bound->node_name));
+      return absl::InvalidArgumentError(StrCat("pods: Pod ", key, " already exists, bound to node ", bound->node_name));
     }
   }
   for (size_t k = 0; k < out->decoded.pods.size(); ++k) {

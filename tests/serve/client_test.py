@@ -220,8 +220,13 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(after[("kplace_revision", frozenset())], rev + 1)
 
     def test_bad_input_changes_nothing(self):
-        rev = self.reset_small()
+        self.reset_small()
+        self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("placed")]), mode=pb.COMMIT))
+        rev = self.snapshot()[0]
         cases = [
+            # A pod the cluster already holds on a node, asked for again.
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("placed")]), mode=pb.COMMIT)),
+            (self.stub.Evaluate, pb.EvaluateRequest(pods=listing([pod("placed")]))),
             (self.stub.Schedule, pb.ScheduleRequest(pods="{not json")),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([node("x")]))),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("bound"), spec={"nodeName": "a", "containers": []})]))),
