@@ -3,6 +3,7 @@
 // beside the cycle's and to check that the service decides as the engine does.
 #include "src/cli/bench_serve.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -73,14 +74,14 @@ int RunThroughServe(const bench::Workload& w, const bench::BenchOptions& options
   }
   std::unordered_map<std::string, std::string> node_of;
   for (const Pod& p : prep->cluster.pods) node_of[ObjectKey(p.meta)] = p.node_name;
-  std::vector<json> carried, measured;
+  std::vector<json> queued;  // as `queue`: the init pods left pending, then the measured pods
   int64_t creation = 0;
   for (size_t g = 0; g < w.init.size(); ++g) {
     for (json& pod : bench::PodObjects(w.init[g], StrCat("init", g), creation)) {
       const std::string key = StrCat(pod["metadata"]["namespace"].get<std::string>(), "/", pod["metadata"]["name"].get<std::string>());
       auto it = node_of.find(key);
       if (it == node_of.end()) {
-        carried.push_back(std::move(pod));
+        queued.push_back(std::move(pod));
         continue;
       }
       pod["spec"]["nodeName"] = it->second;
@@ -88,13 +89,12 @@ int RunThroughServe(const bench::Workload& w, const bench::BenchOptions& options
     }
     creation += w.init[g].count;
   }
-  measured = bench::PodObjects(w.measured, "pod", prep->measured_first_creation);
-  carried.insert(carried.end(), measured.begin(), measured.end());
+  for (json& pod : bench::PodObjects(w.measured, "pod", prep->measured_first_creation)) queued.push_back(std::move(pod));
   const std::string cluster_text = cluster->dump();
   std::vector<std::string> requests;
   const size_t step = static_cast<size_t>(std::max<int64_t>(1, request_pods));
-  for (size_t at = 0; at < carried.size(); at += step) {
-    requests.push_back(ListText(carried.begin() + at, carried.begin() + std::min(carried.size(), at + step)));
+  for (size_t at = 0; at < queued.size(); at += step) {
+    requests.push_back(ListText(queued.begin() + at, queued.begin() + std::min(queued.size(), at + step)));
   }
 
   serve::ServerOptions server_options;
