@@ -133,11 +133,12 @@ class PlacementState::EventDecoder {
     const bool keyed = shapes_on_ && keyer_.KeyEvent(text, &type_token, &object_text, &cuts) && TypeOf(type_token, &type);
     if (keyed) {
       const PodShape* shape = shapes_.Find(keyer_.key());
-      if (shape && PodShapes::NameIsValid(cuts)) {
+      std::optional<Pod> pod = shape ? PodShapes::Instance(shape->pod, cuts) : std::nullopt;
+      if (pod) {
         state::ClusterEvent e;
         e.type = type;
         e.kind = "Pod";
-        e.object.pods.push_back(PodShapes::Instance(shape->pod, cuts));
+        e.object.pods.push_back(std::move(*pod));
         e.where = where;
         object->text = std::string(object_text);
         ++counts_->shared;
@@ -354,8 +355,9 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
     const auto where = [at] { return StrCat("pods: items[", at, "]"); };
     if (const PodShape* shape = item.keyed ? shapes.Find(keyer.key()) : nullptr) {
       if (item.cuts.node_name && !item.cuts.node_name->empty()) return false;  // already bound: refused
-      if (!PodShapes::NameIsValid(item.cuts)) return false;  // the general decode names the error
-      out.decoded.pods.push_back(PodShapes::Instance(shape->pod, item.cuts));
+      std::optional<Pod> pod = PodShapes::Instance(shape->pod, item.cuts);
+      if (!pod) return false;  // the general decode names the error
+      out.decoded.pods.push_back(std::move(*pod));
       ++shared;
       out.group_of.push_back(shape->group);
       if (!shape->group.empty()) named[ObjectKey(out.decoded.pods.back().meta)] = where();

@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include "absl/time/time.h"
 #include "kplace/model/validation.h"
 
 namespace kplace::serve {
@@ -154,7 +155,7 @@ std::string_view Unquoted(std::string_view token) { return token.substr(1, token
 
 bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
   const size_t start = s->pos;
-  std::optional<std::string_view> name, uid, node_name;
+  std::optional<std::string_view> name, uid, node_name, created;
   bool metadata = false, spec = false;
   // One of the three values: a plain string token, once.
   const auto cut = [&](std::optional<std::string_view>* into) {
@@ -170,6 +171,7 @@ bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
       return s->Object([&](std::string_view k) {
         if (k == "name") return cut(&name);
         if (k == "uid") return cut(&uid);
+        if (k == "creationTimestamp" && s->At('"')) return cut(&created);
         return s->Value();
       });
     }
@@ -183,9 +185,9 @@ bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
   });
   if (!ok || !name || name->size() <= 2) return false;
   // The cut tokens in text order (metadata may follow spec).
-  std::string_view cut_tokens[3];
+  std::string_view cut_tokens[4];
   size_t n = 0;
-  for (const std::optional<std::string_view>* c : {&name, &uid, &node_name}) {
+  for (const std::optional<std::string_view>* c : {&name, &uid, &node_name, &created}) {
     if (*c) cut_tokens[n++] = **c;
   }
   for (size_t i = 1; i < n; ++i) {
@@ -195,6 +197,7 @@ bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
   cuts->name = Unquoted(*name);
   cuts->uid = uid ? std::optional<std::string_view>(Unquoted(*uid)) : std::nullopt;
   cuts->node_name = node_name ? std::optional<std::string_view>(Unquoted(*node_name)) : std::nullopt;
+  cuts->creation_timestamp = created ? std::optional<std::string_view>(Unquoted(*created)) : std::nullopt;
   return true;
 }
 
@@ -285,13 +288,23 @@ bool PodShapeKeyer::SplitList(std::string_view text, std::vector<std::string_vie
   return ok && have_items && s.AtEnd();
 }
 
-bool PodShapes::NameIsValid(const PodCuts& cuts) { return IsDns1123Subdomain(cuts.name); }
-
-Pod PodShapes::Instance(const Pod& shape, const PodCuts& cuts) {
+std::optional<Pod> PodShapes::Instance(const Pod& shape, const PodCuts& cuts) {
+  if (!IsDns1123Subdomain(cuts.name)) return std::nullopt;  // ValidatePodName
+  int64_t created = 0;
+  if (cuts.creation_timestamp && !cuts.creation_timestamp->empty()) {  // as DecodeMeta reads it
+    absl::Time t;
+    std::string err;
+    if (!absl::ParseTime(absl::RFC3339_full, std::string(*cuts.creation_timestamp), &t, &err)) return std::nullopt;
+    created = absl::ToUnixSeconds(absl::FromUnixNanos(absl::ToUnixNanos(t)));  // nanoseconds saturate, as there
+  }
   Pod pod = shape;
   pod.meta.name = std::string(cuts.name);
   if (cuts.uid) pod.meta.uid = std::string(*cuts.uid);
   if (cuts.node_name) pod.node_name = std::string(*cuts.node_name);
+  if (cuts.creation_timestamp) {
+    pod.meta.creation_timestamp = std::string(*cuts.creation_timestamp);
+    pod.meta.creation_unix = created;
+  }
   return pod;
 }
 

@@ -1,15 +1,16 @@
 #pragma once
 // Each distinct pod shape of a request decoded once (docs/serve.md, "How requests are
 // decoded"). A client that asks for 1,000 replicas of one template sends 1,000 objects that
-// are byte-identical but for metadata.name, metadata.uid and spec.nodeName; the decoders
-// copy those three strings into the Pod verbatim (DecodeMeta, DecodePodSpec) and check
-// only that the name is a DNS subdomain, which NameIsValid repeats per pod. So a pod whose
-// text equals an earlier pod's outside those three string values decodes to that pod's Pod
-// with the three strings replaced. The shape key is that text with the three values cut out.
+// are byte-identical but for metadata.name, metadata.uid, metadata.creationTimestamp (the
+// API server stamps each) and spec.nodeName; the decoders copy those strings into the Pod
+// (DecodeMeta, DecodePodSpec), check that the name is a DNS subdomain, and parse the
+// creation time, which Instance repeats per pod. So a pod whose text equals an earlier
+// pod's outside those string values decodes to that pod's Pod with them replaced. The
+// shape key is that text with the values cut out.
 //
 // Why a key proves the decode: the scan that finds the three values is only right on valid
 // JSON, and only a text that decoded (so parsed) ever becomes a shape. A later text with the
-// same key is that valid text with three plain string tokens replaced by other plain string
+// same key is that valid text with plain string tokens replaced by other plain string
 // tokens at the same places, so it is valid JSON too, of the same depth, and every parser
 // reads it as the shape's value with those three strings changed.
 #include <cstddef>
@@ -26,11 +27,12 @@
 
 namespace kplace::serve {
 
-/** The three values a pod's decode copies verbatim, as a keyed text holds them. */
+/** The values cut out of a keyed text, as it holds them. */
 struct PodCuts {
-  std::string_view name;                      // metadata.name, never empty
-  std::optional<std::string_view> uid;        // metadata.uid, when the text has it
-  std::optional<std::string_view> node_name;  // spec.nodeName, when the text has it
+  std::string_view name;                               // metadata.name, never empty
+  std::optional<std::string_view> uid;                 // metadata.uid, when the text has it
+  std::optional<std::string_view> node_name;           // spec.nodeName, when the text has it
+  std::optional<std::string_view> creation_timestamp;  // metadata.creationTimestamp, when a string
 };
 
 /** Computes shape keys; holds its buffer so that keying allocates nothing once warm. */
@@ -95,11 +97,10 @@ class PodShapes {
   }
   size_t size() const { return shapes_.size(); }
 
-  /** Whether the decode would accept `cuts`' name: the one thing it checks in the three
-   *  (a DNS subdomain, ValidatePodName), so a shared shape checks it again per pod. */
-  static bool NameIsValid(const PodCuts& cuts);
-  /** The pod a text of `shape`'s key with `cuts` decodes to (when NameIsValid). */
-  static Pod Instance(const Pod& shape, const PodCuts& cuts);
+  /** The pod a text of `shape`'s key with `cuts` decodes to; nullopt when the decode would
+   *  refuse a cut value (a name that is no DNS subdomain, a creationTimestamp that is no
+   *  RFC 3339 time): the general decode then names the error. */
+  static std::optional<Pod> Instance(const Pod& shape, const PodCuts& cuts);
 
  private:
   absl::flat_hash_map<std::string, PodShape> shapes_;

@@ -227,6 +227,13 @@ TEST(PlacementStateTest, ShapeDecodeRepliesAsTheGeneralDecode) {
       {List({Replica("e11"), GroupMember("e12", "1", "missing")}), false},
       // A replica whose name the API server refuses: a shared shape checks the name too.
       {List({Replica("e13"), Replica("E_14")}), false},
+      // Replicas the API server stamped: they share a shape, each with its own creation time,
+      // which sets their queue order; and one whose time does not parse.
+      {List({Replica("t3", "1", R"("creationTimestamp":"2026-12-01T10:00:03Z",)"),
+             Replica("t1", "1", R"("creationTimestamp":"2026-12-01T10:00:01Z",)"),
+             Replica("t2", "1", R"("creationTimestamp":"2026-12-01T10:00:02Z",)")}), false},
+      {List({Replica("t4", "1", R"("creationTimestamp":"2026-12-01T10:00:04Z",)"),
+             Replica("t5", "1", R"("creationTimestamp":"soon",)")}), false},
   };
   for (const auto& [text, dry_run] : requests) {
     const std::string want = Describe(general.Schedule(text, dry_run, std::nullopt));
@@ -237,7 +244,7 @@ TEST(PlacementStateTest, ShapeDecodeRepliesAsTheGeneralDecode) {
   // The shared decodes did happen: of each `mixed` request's 10 pods the 7 replicas (r0-r6)
   // share one decode (6 shared), "big", "labelled" and "urgent" each take their own; the
   // other Lists share 3 (s1-s3), 1 (m1) and 1 (w1).
-  EXPECT_EQ(fast.decode_counts().shared, 6 + 6 + 3 + 1 + 1);
+  EXPECT_EQ(fast.decode_counts().shared, 6 + 6 + 3 + 1 + 1 + 2);
   EXPECT_EQ(general.decode_counts().shared, 0);
   // Evaluate and explanations too (of pods not in the cluster: `mixed` was committed above).
   std::vector<std::string> probes;
@@ -314,6 +321,8 @@ TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
       {Event("ADDED", bound("q11", "a")), StrCat(R"({"type":"ADDED","object":)", bound("q12", "a"), R"(,"x":1})")},
       {Event("ADDED", bound("q13", "b")), Event("ADDED", bound("q14", "b"))},
       {Event("ADDED", bound("q15", "b")), Event("ADDED", bound("Q_16", "b"))},
+      {Event("ADDED", Replica("c1", "1", R"("creationTimestamp":"2026-12-01T10:00:01Z",)")),
+       Event("ADDED", Replica("c2", "1", R"("creationTimestamp":"2026-12-01T10:00:02Z",)"))},
   };
   for (const std::vector<std::string>& events : calls) {
     const std::vector<std::string_view> views(events.begin(), events.end());
@@ -324,7 +333,7 @@ TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
   // Shared per call (a call's first pod of each shape decodes): p1 and pending1; p1's
   // deletion; q1 and q0's second add; "nope"; q4; q14. A truncated event, an unknown type
   // and an extra field take the general decode.
-  EXPECT_EQ(fast.decode_counts().shared, 2 + 1 + 2 + 1 + 1 + 1);
+  EXPECT_EQ(fast.decode_counts().shared, 2 + 1 + 2 + 1 + 1 + 1 + 1);
   EXPECT_EQ(general.decode_counts().shared, 0);
   // Real values: the committed state has what the events said.
   const std::vector<std::string> pods = Names(fast.Snapshot(), "Pod");
@@ -332,7 +341,7 @@ TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
   // watch event's extra fields are ignored; "classed" came before its class, so its call
   // was refused whole.)
   EXPECT_EQ(pods, (std::vector<std::string>{"p2@a", "p0@b", "q3@a", "q4@nowhere", "q11@a", "q12@a", "q13@b", "q14@b",
-                                            "classed2", "pending1"}));
+                                            "c1", "c2", "classed2", "pending1"}));
   EXPECT_EQ(Describe(fast.Schedule(List({Replica("z", "6")}), true, std::nullopt)),
             Describe(general.Schedule(List({Replica("z", "6")}), true, std::nullopt)));
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -99,9 +101,15 @@ TEST(PodShapesTest, OnlyPlainStringsAreCut) {
 
 // Whenever two texts share a key, the shape's Pod with the other's cuts is the other's Pod.
 TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
-  const std::vector<std::string> texts = {PodText("p-1", "u-1", "node-1"), PodText("p-2", "u-2", "node-9"),
-                                          PodText("q", "uid", "n", "100m", R"("labels":{"app":"x"},)"),
-                                          PodText("r", "uid-r", "m", "100m", R"("labels":{"app":"x"},)")};
+  const std::vector<std::string> texts = {
+      PodText("p-1", "u-1", "node-1"), PodText("p-2", "u-2", "node-9"),
+      PodText("q", "uid", "n", "100m", R"("labels":{"app":"x"},)"),
+      PodText("r", "uid-r", "m", "100m", R"("labels":{"app":"x"},)"),
+      // The API server stamps each pod's creation time; past 2262 the decode's nanoseconds saturate.
+      PodText("s-1", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:00Z",)"),
+      PodText("s-2", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:07.5+01:00",)"),
+      PodText("s-3", "u", "", "100m", R"("creationTimestamp":"9999-12-31T23:59:59Z",)"),
+      PodText("s-4", "u", "", "100m", R"("creationTimestamp":"",)")};
   PodShapes shapes;
   PodShapeKeyer keyer;
   int hits = 0;
@@ -114,8 +122,12 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
     ASSERT_TRUE(keyer.Key(text, &cuts)) << text;
     if (const PodShape* shape = shapes.Find(keyer.key())) {
       ++hits;
-      const Pod got = PodShapes::Instance(shape->pod, cuts);
+      const std::optional<Pod> instance = PodShapes::Instance(shape->pod, cuts);
+      ASSERT_TRUE(instance.has_value()) << text;
+      const Pod& got = *instance;
       EXPECT_EQ(got.meta.name, want.meta.name);
+      EXPECT_EQ(got.meta.creation_timestamp, want.meta.creation_timestamp);
+      EXPECT_EQ(got.meta.creation_unix, want.meta.creation_unix) << text;
       EXPECT_EQ(got.meta.uid, want.meta.uid);
       EXPECT_EQ(got.meta.namespace_, want.meta.namespace_);
       EXPECT_EQ(got.meta.labels, want.meta.labels);
@@ -128,8 +140,16 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
       shapes.Add(keyer.key(), PodShape{want, ""});
     }
   }
-  EXPECT_EQ(hits, 2);
-  EXPECT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(hits, 5);
+  EXPECT_EQ(shapes.size(), 3u);
+  // Values the decode refuses give no instance: the general decode then names them.
+  PodCuts cuts;
+  ASSERT_TRUE(keyer.Key(PodText("s-9", "u", "", "100m", R"("creationTimestamp":"yesterday",)"), &cuts));
+  const PodShape* shape = shapes.Find(keyer.key());
+  ASSERT_NE(shape, nullptr);
+  EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
+  ASSERT_TRUE(keyer.Key(PodText("S_9", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:00Z",)"), &cuts));
+  EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
 }
 
 TEST(PodShapesTest, KeyEventFindsTypeAndObject) {
