@@ -143,12 +143,14 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
   EXPECT_EQ(hits, 5);
   EXPECT_EQ(shapes.size(), 3u);
   // Values the decode refuses give no instance: the general decode then names them.
-  PodCuts cuts;
-  ASSERT_TRUE(keyer.Key(PodText("s-9", "u", "", "100m", R"("creationTimestamp":"yesterday",)"), &cuts));
+  PodCuts cuts;  // views into the text: it must outlive them
+  const std::string bad_time = PodText("s-9", "u", "", "100m", R"("creationTimestamp":"yesterday",)");
+  ASSERT_TRUE(keyer.Key(bad_time, &cuts));
   const PodShape* shape = shapes.Find(keyer.key());
   ASSERT_NE(shape, nullptr);
   EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
-  ASSERT_TRUE(keyer.Key(PodText("S_9", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:00Z",)"), &cuts));
+  const std::string bad_name = PodText("S_9", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:00Z",)");
+  ASSERT_TRUE(keyer.Key(bad_name, &cuts));
   EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
 }
 
