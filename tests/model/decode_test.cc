@@ -482,6 +482,11 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
             "character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
   st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "web-0.x", "namespace": "team-a"}})", &set, "p.json");
   EXPECT_TRUE(st.ok()) << st;
+  // An unterminated YAML quote: yaml-cpp folds the next lines into the name, which the name
+  // rule then refuses (it used to become the pod's name).
+  st = DecodeText("apiVersion: v1\nkind: Pod\nmetadata:\n  name: \"p\nspec: {containers: [{name: c, image: x}]}\n", &set, "q.yaml");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(std::string(st.message()).find(": metadata.name: Invalid value: \"p spec: {containers"), std::string::npos) << st;
   // Invalid UTF-8 in JSON: file, object, field, line and column (it used to reach the output
   // writer, or give nlohmann's message with the raw byte in it).
   st = kplace::DecodeText("{\"kind\": \"List\", \"items\": [\n{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}},\n"
