@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -15,6 +17,7 @@
 
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
+#include "kplace/serve/placement_state.h"
 #include "kplace/serve/server.h"
 #include "kplace/v1/placement.grpc.pb.h"
 
@@ -110,18 +113,20 @@ int RunThroughServe(const bench::Workload& w, const bench::BenchOptions& options
   args.SetMaxSendMessageSize(server_options.max_message_bytes);
   auto channel = grpc::CreateCustomChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials(), args);
   auto stub = v1::Placement::NewStub(channel);
+  // One call's status: false (and said) when it failed.
+  const auto ok = [](const char* call, const grpc::Status& s) {
+    if (!s.ok()) std::fprintf(stderr, "kplace bench: --through serve: %s: %s\n", call, s.error_message().c_str());
+    return s.ok();
+  };
   v1::ResetRequest reset;
   reset.set_objects(cluster_text);
   v1::ResetResponse reset_reply;
-  auto reset_start = Clock::now();
-  {
+  const auto reset_server = [&] {
     grpc::ClientContext ctx;
-    grpc::Status s = stub->Reset(&ctx, reset, &reset_reply);
-    if (!s.ok()) {
-      std::fprintf(stderr, "kplace bench: --through serve: Reset: %s\n", s.error_message().c_str());
-      return 1;
-    }
-  }
+    return ok("Reset", stub->Reset(&ctx, reset, &reset_reply));
+  };
+  auto reset_start = Clock::now();
+  if (!reset_server()) return 1;
   const double reset_seconds = Seconds(Clock::now() - reset_start);
   std::vector<v1::PodPlacement> remote;
   remote.reserve(queue.size());
@@ -132,14 +137,55 @@ int RunThroughServe(const bench::Workload& w, const bench::BenchOptions& options
     req.set_mode(v1::COMMIT);
     v1::ScheduleResponse reply;
     grpc::ClientContext ctx;
-    grpc::Status s = stub->Schedule(&ctx, req, &reply);
-    if (!s.ok()) {
-      std::fprintf(stderr, "kplace bench: --through serve: Schedule: %s\n", s.error_message().c_str());
-      return 1;
-    }
+    if (!ok("Schedule", stub->Schedule(&ctx, req, &reply))) return 1;
     for (v1::PodPlacement& p : *reply.mutable_placements()) remote.push_back(std::move(p));
   }
   const double remote_seconds = Seconds(Clock::now() - start);
+
+  // Apply: the placed pods again, as the bound-pod ADDED events a watch would carry, into the
+  // state before them: in process through serve::PlacementState (the service without its
+  // transport), then through the service, in calls of `request_pods` events.
+  std::vector<std::string> events;
+  for (size_t k = 0; k < local.size() && k < queued.size(); ++k) {
+    if (local[k].node.empty()) continue;
+    json pod = queued[k];
+    pod["spec"]["nodeName"] = local[k].node;
+    events.push_back(json{{"type", "ADDED"}, {"object", std::move(pod)}}.dump());
+  }
+  serve::PlacementState state(prep->engine_options);
+  if (auto r = state.Reset(cluster_text, ""); !r.ok()) {
+    std::fprintf(stderr, "kplace bench: --through serve: in-process Reset: %s\n", std::string(r.status().message()).c_str());
+    return 1;
+  }
+  start = Clock::now();
+  for (size_t at = 0; at < events.size(); at += step) {
+    const std::vector<std::string_view> views(events.begin() + at, events.begin() + std::min(events.size(), at + step));
+    if (auto r = state.Apply(views, std::nullopt); !r.ok()) {
+      std::fprintf(stderr, "kplace bench: --through serve: in-process Apply: %s\n", std::string(r.status().message()).c_str());
+      return 1;
+    }
+  }
+  const double local_apply_seconds = Seconds(Clock::now() - start);
+  if (!reset_server()) return 1;
+  std::vector<v1::ApplyRequest> applies;
+  for (size_t at = 0; at < events.size(); at += step) {
+    applies.emplace_back();
+    for (size_t k = at; k < std::min(events.size(), at + step); ++k) applies.back().add_events(events[k]);
+  }
+  start = Clock::now();
+  for (const v1::ApplyRequest& req : applies) {
+    v1::ApplyResponse reply;
+    grpc::ClientContext ctx;
+    if (!ok("Apply", stub->Apply(&ctx, req, &reply))) return 1;
+  }
+  const double remote_apply_seconds = Seconds(Clock::now() - start);
+  // Both sides hold the same pods afterwards.
+  v1::SnapshotResponse snap;
+  {
+    grpc::ClientContext ctx;
+    if (!ok("Snapshot", stub->Snapshot(&ctx, v1::SnapshotRequest(), &snap))) return 1;
+  }
+  const bool same_state = json::parse(snap.objects()) == state.Snapshot();
   (*server)->Stop();
 
   // The service must decide as the engine does, pod for pod.
@@ -175,7 +221,14 @@ int RunThroughServe(const bench::Workload& w, const bench::BenchOptions& options
   std::printf("  service / in process: %.0f%%; placements %s\n", local_rate > 0 ? 100 * remote_rate / local_rate : 0.0,
               differ == 0 ? StrCat("identical (", local.size(), " pods: node and message)").c_str()
                           : StrCat("DIFFER in ", differ, "; first: ", first).c_str());
-  return differ == 0 ? 0 : 1;
+  const double n_events = static_cast<double>(events.size());
+  std::printf("  Apply of the %zu placed pods as bound-pod ADDED events, calls of up to %lld: in process (PlacementState) "
+              "%.1f events/s, through the service %.1f events/s (%.0f%%); Snapshots %s\n",
+              events.size(), static_cast<long long>(step), local_apply_seconds > 0 ? n_events / local_apply_seconds : 0.0,
+              remote_apply_seconds > 0 ? n_events / remote_apply_seconds : 0.0,
+              remote_apply_seconds > 0 ? 100 * local_apply_seconds / remote_apply_seconds : 0.0,
+              same_state ? "identical" : "DIFFER");
+  return differ == 0 && same_state ? 0 : 1;
 }
 
 }  // namespace kplace::cli
