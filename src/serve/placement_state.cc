@@ -132,13 +132,11 @@ class PlacementState::EventDecoder {
     state::EventType type;
     const bool keyed = shapes_on_ && keyer_.KeyEvent(text, &type_token, &object_text, &cuts) && TypeOf(type_token, &type);
     if (keyed) {
+      state::ClusterEvent e;
       const PodShape* shape = shapes_.Find(keyer_.key());
-      std::optional<Pod> pod = shape ? PodShapes::Instance(shape->pod, cuts) : std::nullopt;
-      if (pod) {
-        state::ClusterEvent e;
+      if (shape && PodShapes::AppendInstance(shape->pod, cuts, &e.object.pods)) {
         e.type = type;
         e.kind = "Pod";
-        e.object.pods.push_back(std::move(*pod));
         e.where = where;
         object->text = std::string(object_text);
         ++counts_->shared;
@@ -355,9 +353,7 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
     const auto where = [at] { return StrCat("pods: items[", at, "]"); };
     if (const PodShape* shape = item.keyed ? shapes.Find(keyer.key()) : nullptr) {
       if (item.cuts.node_name && !item.cuts.node_name->empty()) return false;  // already bound: refused
-      std::optional<Pod> pod = PodShapes::Instance(shape->pod, item.cuts);
-      if (!pod) return false;  // the general decode names the error
-      out.decoded.pods.push_back(std::move(*pod));
+      if (!PodShapes::AppendInstance(shape->pod, item.cuts, &out.decoded.pods)) return false;  // the general decode names the error
       ++shared;
       out.group_of.push_back(shape->group);
       if (!shape->group.empty()) named[ObjectKey(out.decoded.pods.back().meta)] = where();

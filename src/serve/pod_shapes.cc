@@ -288,16 +288,16 @@ bool PodShapeKeyer::SplitList(std::string_view text, std::vector<std::string_vie
   return ok && have_items && s.AtEnd();
 }
 
-std::optional<Pod> PodShapes::Instance(const Pod& shape, const PodCuts& cuts) {
-  if (!IsDns1123Subdomain(cuts.name)) return std::nullopt;  // ValidatePodName
+bool PodShapes::AppendInstance(const Pod& shape, const PodCuts& cuts, std::vector<Pod>* out) {
+  if (!IsDns1123Subdomain(cuts.name)) return false;  // ValidatePodName
   int64_t created = 0;
   if (cuts.creation_timestamp && !cuts.creation_timestamp->empty()) {  // as DecodeMeta reads it
     absl::Time t;
     std::string err;
-    if (!absl::ParseTime(absl::RFC3339_full, std::string(*cuts.creation_timestamp), &t, &err)) return std::nullopt;
+    if (!absl::ParseTime(absl::RFC3339_full, std::string(*cuts.creation_timestamp), &t, &err)) return false;
     created = absl::ToUnixSeconds(absl::FromUnixNanos(absl::ToUnixNanos(t)));  // nanoseconds saturate, as there
   }
-  Pod pod = shape;
+  Pod& pod = out->emplace_back(shape);
   pod.meta.name = std::string(cuts.name);
   if (cuts.uid) pod.meta.uid = std::string(*cuts.uid);
   if (cuts.node_name) pod.node_name = std::string(*cuts.node_name);
@@ -305,7 +305,7 @@ std::optional<Pod> PodShapes::Instance(const Pod& shape, const PodCuts& cuts) {
     pod.meta.creation_timestamp = std::string(*cuts.creation_timestamp);
     pod.meta.creation_unix = created;
   }
-  return pod;
+  return true;
 }
 
 }  // namespace kplace::serve

@@ -4,7 +4,7 @@
 // are byte-identical but for metadata.name, metadata.uid, metadata.creationTimestamp (the
 // API server stamps each) and spec.nodeName; the decoders copy those strings into the Pod
 // (DecodeMeta, DecodePodSpec), check that the name is a DNS subdomain, and parse the
-// creation time, which Instance repeats per pod. So a pod whose text equals an earlier
+// creation time, which AppendInstance repeats per pod. So a pod whose text equals an earlier
 // pod's outside those string values decodes to that pod's Pod with them replaced. The
 // shape key is that text with the values cut out.
 //
@@ -97,10 +97,11 @@ class PodShapes {
   }
   size_t size() const { return shapes_.size(); }
 
-  /** The pod a text of `shape`'s key with `cuts` decodes to; nullopt when the decode would
-   *  refuse a cut value (a name that is no DNS subdomain, a creationTimestamp that is no
-   *  RFC 3339 time): the general decode then names the error. */
-  static std::optional<Pod> Instance(const Pod& shape, const PodCuts& cuts);
+  /** Appends to `out` the pod a text of `shape`'s key with `cuts` decodes to, built in place
+   *  (a Pod moves at about the cost of a copy). False, appending nothing, when the decode
+   *  would refuse a cut value (a name that is no DNS subdomain, a creationTimestamp that is
+   *  no RFC 3339 time): the general decode then names the error. */
+  static bool AppendInstance(const Pod& shape, const PodCuts& cuts, std::vector<Pod>* out);
 
  private:
   absl::flat_hash_map<std::string, PodShape> shapes_;

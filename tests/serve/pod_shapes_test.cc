@@ -122,9 +122,10 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
     ASSERT_TRUE(keyer.Key(text, &cuts)) << text;
     if (const PodShape* shape = shapes.Find(keyer.key())) {
       ++hits;
-      const std::optional<Pod> instance = PodShapes::Instance(shape->pod, cuts);
-      ASSERT_TRUE(instance.has_value()) << text;
-      const Pod& got = *instance;
+      std::vector<Pod> instances;
+      ASSERT_TRUE(PodShapes::AppendInstance(shape->pod, cuts, &instances)) << text;
+      ASSERT_EQ(instances.size(), 1u);
+      const Pod& got = instances[0];
       EXPECT_EQ(got.meta.name, want.meta.name);
       EXPECT_EQ(got.meta.creation_timestamp, want.meta.creation_timestamp);
       EXPECT_EQ(got.meta.creation_unix, want.meta.creation_unix) << text;
@@ -148,10 +149,12 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
   ASSERT_TRUE(keyer.Key(bad_time, &cuts));
   const PodShape* shape = shapes.Find(keyer.key());
   ASSERT_NE(shape, nullptr);
-  EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
+  std::vector<Pod> none;
+  EXPECT_FALSE(PodShapes::AppendInstance(shape->pod, cuts, &none));
   const std::string bad_name = PodText("S_9", "u", "", "100m", R"("creationTimestamp":"2026-12-01T10:00:00Z",)");
   ASSERT_TRUE(keyer.Key(bad_name, &cuts));
-  EXPECT_FALSE(PodShapes::Instance(shape->pod, cuts).has_value());
+  EXPECT_FALSE(PodShapes::AppendInstance(shape->pod, cuts, &none));
+  EXPECT_TRUE(none.empty());
 }
 
 TEST(PodShapesTest, KeyEventFindsTypeAndObject) {
