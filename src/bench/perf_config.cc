@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/str_split.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
@@ -559,12 +560,7 @@ absl::StatusOr<std::vector<Workload>> LoadPerfConfig(const std::string& path) {
 }
 
 bool LabelsSelected(const std::string& filter, const std::vector<std::string>& labels) {
-  size_t pos = 0;
-  while (pos < filter.size()) {
-    size_t comma = filter.find(',', pos);
-    std::string item = filter.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? filter.size() : comma + 1;
-    if (item.empty()) continue;
+  for (std::string item : std::vector<std::string>(absl::StrSplit(filter, ',', absl::SkipEmpty()))) {
     bool want = item[0] != '-';
     if (item[0] == '-' || item[0] == '+') item = item.substr(1);
     bool has = std::find(labels.begin(), labels.end(), item) != labels.end();

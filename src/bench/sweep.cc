@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_split.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
@@ -165,11 +166,7 @@ std::vector<SweepKind> AllSweepKinds() {
 
 absl::StatusOr<std::vector<SweepKind>> ParseSweepKinds(const std::string& list) {
   std::vector<SweepKind> out;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    const std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+  for (const std::string& item : std::vector<std::string>(absl::StrSplit(list, ','))) {
     if (item == "all") {
       out = AllSweepKinds();
       continue;

@@ -18,6 +18,7 @@
 
 extern char** environ;
 
+#include "absl/strings/str_split.h"
 #include "kplace/bench/perf_config.h"
 #include "kplace/bench/progress.h"
 #include "kplace/bench/runner.h"
@@ -47,10 +48,7 @@ bool ParseSeconds(const std::string& flag, const std::string& text, double* out)
 template <typename T>
 bool ParseList(const std::string& flag, const std::string& text, std::vector<T>* out) {
   out->clear();
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+  for (const std::string& item : std::vector<std::string>(absl::StrSplit(text, ','))) {
     char* end = nullptr;
     long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 0) {
@@ -59,8 +57,6 @@ bool ParseList(const std::string& flag, const std::string& text, std::vector<T>*
       return false;
     }
     out->push_back(static_cast<T>(v));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return true;
 }
@@ -324,15 +320,7 @@ int RunSweep(const std::string& sweep, const std::string& csv_flag, const std::s
 }
 
 std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (!item.empty()) out.push_back(item);
-    pos = comma == std::string::npos ? text.size() : comma + 1;
-  }
-  return out;
+  return absl::StrSplit(text, ',', absl::SkipEmpty());
 }
 
 bool Listed(const std::vector<std::string>& list, const std::string& name) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/str_split.h"
 #include "kplace/engine/framework.h"
 
 namespace kplace::cli {
@@ -159,12 +160,7 @@ bool ParseBackend(const std::string& text, engine::Backend* out) {
 }
 
 bool ParseFeatureGates(const std::string& command, const std::string& text, FeatureGates* out) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? text.size() : comma + 1;
-    if (item.empty()) continue;
+  for (const std::string& item : std::vector<std::string>(absl::StrSplit(text, ',', absl::SkipEmpty()))) {
     size_t eq = item.find('=');
     std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (!KnownFeatureGates().count(name)) {
