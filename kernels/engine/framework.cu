@@ -307,6 +307,24 @@ class BackendFramework final : public engine::Framework {
     ScoreInto(feasible, /*per_plugin=*/false, out);
   }
 
+  void Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped,
+                 ScoreResult* out) override {
+    const int32_t count = raw.empty() ? 0 : static_cast<int32_t>(raw[0].size());
+    out->status = PluginStatus::Success();
+    out->skipped = skipped;
+    out->raw = raw;
+    out->normalized.assign(score_.size(), std::vector<int64_t>(count, 0));
+    out->total.assign(count, 0);
+    scores_.resize(count);
+    for (size_t k = 0; k < score_.size() && count > 0; ++k) {
+      if (skipped[k]) continue;
+      thrust::copy(raw[k].begin(), raw[k].end(), scores_.begin());
+      score_[k]->NormalizeScore(count, Ptr(scores_));
+      thrust::copy(scores_.begin(), scores_.end(), out->normalized[k].begin());
+      for (int32_t j = 0; j < count; ++j) out->total[j] += profile_.score[k].weight * out->normalized[k][j];
+    }
+  }
+
   void Bind(const Pod& pod, NodeIndex node) override {
     // The controller owns the snapshot; it records the pod before notifying plugins.
     for (auto& [name, plugin] : by_name_) plugin->OnBind(pod, node, *snapshot_);

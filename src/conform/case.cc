@@ -222,6 +222,8 @@ absl::Status DecodeList(const CaseReader& r, const json& doc, const char* key, s
   return absl::OkStatus();
 }
 
+absl::Status DecodeObjects(const CaseReader& r, const json& doc, Case* c);
+
 absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
   // Nodes keep the names they have: expectations are keyed by them.
   auto lenient_node = [](const json& j, std::string_view where) { return DecodeNode(j, where, /*strict=*/false); };
@@ -234,7 +236,10 @@ absl::Status DecodeCluster(const CaseReader& r, const json& doc, Case* c) {
   const json* pod = CaseReader::Find(doc, "pod");
   if (!pod) return r.Error("pod", "missing");
   KPLACE_ASSIGN_OR_RETURN(c->pod, DecodeCasePod(Named(*pod, "unnamed-incoming-pod"), StrCat(r.file(), ": pod")));
+  return DecodeObjects(r, doc, c);
+}
 
+absl::Status DecodeObjects(const CaseReader& r, const json& doc, Case* c) {
   const json* objects = CaseReader::Find(doc, "objects");
   if (!objects) return absl::OkStatus();
   if (!objects->is_object()) return r.Error("objects", StrCat("expected an object, got ", objects->type_name()));
@@ -511,6 +516,136 @@ absl::Status DecodeExpect(const CaseReader& r, const json& doc, Case* c) {
   return absl::OkStatus();
 }
 
+// Upstream's batching tests' stand-in filter plugins: they pass every node; one does not
+// implement pod signing, the other refuses every pod. Either way the profile signs nothing.
+bool IsUnsignedTestPlugin(const json& entry) {
+  const json* name = CaseReader::Find(entry, "name");
+  return name && name->is_string() &&
+         (name->get<std::string>() == "test:NoSignFilter" || name->get<std::string>() == "test:RefuseSignFilter");
+}
+
+// A KubeSchedulerProfile of a sequence case with the stand-in plugins taken out; sets
+// `*unsigned_plugin` when it had one.
+json WithoutTestPlugins(json profile, bool* unsigned_plugin) {
+  *unsigned_plugin = false;
+  if (!profile.is_object() || !profile.contains("plugins") || !profile["plugins"].is_object()) return profile;
+  for (auto point = profile["plugins"].begin(); point != profile["plugins"].end(); ++point) {
+    if (!point->is_object() || !point->contains("enabled") || !(*point)["enabled"].is_array()) continue;
+    json kept = json::array();
+    for (const json& entry : (*point)["enabled"]) {
+      if (IsUnsignedTestPlugin(entry)) {
+        *unsigned_plugin = true;
+      } else {
+        kept.push_back(entry);
+      }
+    }
+    (*point)["enabled"] = std::move(kept);
+  }
+  return profile;
+}
+
+absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    static const std::set<std::string> kKeys = {"name", "source", "note", "plugins", "profile", "additionalProfiles",
+                                                "featureGates", "nodes", "existingPods", "pods", "objects",
+                                                "batchAgeExceededBefore", "expect"};
+    if (!kKeys.count(it.key())) return r.Error(it.key(), "unsupported field in a sequence case");
+  }
+  if (!c->default_profile) return r.Error("plugins", "a sequence case runs \"default\"");
+  SequenceInput& q = c->sequence.emplace();
+
+  json config = {{"apiVersion", "kubescheduler.config.k8s.io/v1"}, {"kind", "KubeSchedulerConfiguration"}};
+  json profiles = json::array();
+  const json* profile = CaseReader::Find(doc, "profile");
+  profiles.push_back(profile ? *profile : json::object());
+  // FORMAT.md: an absent schedulerName means default-scheduler (v1 defaulting per profile).
+  if (profiles[0].is_object() && !profiles[0].contains("schedulerName")) profiles[0]["schedulerName"] = "default-scheduler";
+  if (const json* more = CaseReader::Find(doc, "additionalProfiles")) {
+    if (!more->is_array()) return r.Error("additionalProfiles", StrCat("expected a list, got ", more->type_name()));
+    for (const json& p : *more) profiles.push_back(p);
+  }
+  for (json& p : profiles) {
+    bool unsigned_plugin = false;
+    p = WithoutTestPlugins(std::move(p), &unsigned_plugin);
+    if (unsigned_plugin) {
+      const json* name = CaseReader::Find(p, "schedulerName");
+      q.unsigned_profiles.push_back(name && name->is_string() ? name->get<std::string>() : "default-scheduler");
+    }
+  }
+  config["profiles"] = std::move(profiles);
+  KPLACE_ASSIGN_OR_RETURN(q.config, DecodeSchedulerConfig(config, StrCat(r.file(), ": profile")));
+
+  auto lenient_node = [](const json& j, std::string_view where) { return DecodeNode(j, where, /*strict=*/false); };
+  KPLACE_RETURN_IF_ERROR(DecodeList<Node>(r, doc, "nodes", "", lenient_node, &c->objects.nodes, /*named=*/false));
+  std::set<std::string> names;
+  for (const Node& n : c->objects.nodes) {
+    if (!names.insert(n.meta.name).second) return r.Error("nodes", StrCat("duplicate node \"", n.meta.name, "\""));
+  }
+  KPLACE_RETURN_IF_ERROR(DecodeList<Pod>(r, doc, "existingPods", "", DecodeCasePod, &c->objects.pods));
+  KPLACE_RETURN_IF_ERROR(DecodeList<Pod>(r, doc, "pods", "", DecodeCasePod, &q.pods));
+  if (q.pods.empty()) return r.Error("pods", "missing or empty");
+  for (size_t i = 0; i < q.pods.size(); ++i) {
+    if (!q.pods[i].node_name.empty()) return r.Error(StrCat("pods[", i, "].spec.nodeName"), "a sequence pod is pending");
+  }
+  KPLACE_RETURN_IF_ERROR(DecodeObjects(r, doc, c));
+  if (const json* ages = CaseReader::Find(doc, "batchAgeExceededBefore")) {
+    if (!ages->is_array()) return r.Error("batchAgeExceededBefore", "expected a list of pod indices");
+    for (size_t i = 0; i < ages->size(); ++i) {
+      int64_t v = -1;
+      if (!AsInt64((*ages)[i], &v) || v < 0 || static_cast<size_t>(v) >= q.pods.size()) {
+        return r.Error(StrCat("batchAgeExceededBefore[", i, "]"), StrCat("expected an index into pods, got ", (*ages)[i].dump()));
+      }
+      q.batch_age_exceeded_before.push_back(static_cast<size_t>(v));
+    }
+  }
+
+  const json* expect = CaseReader::Find(doc, "expect");
+  if (!expect || !expect->is_object()) return r.Error("expect", "missing");
+  for (auto it = expect->begin(); it != expect->end(); ++it) {
+    if (it.key() != "placements" && it.key() != "hinted") return r.Error(StrCat("expect.", it.key()), "unknown expectation");
+  }
+  const json* placements = CaseReader::Find(*expect, "placements");
+  if (!placements || !placements->is_array() || placements->size() != q.pods.size()) {
+    return r.Error("expect.placements", StrCat("expected one entry per pod (", q.pods.size(), ")"));
+  }
+  for (size_t i = 0; i < placements->size(); ++i) {
+    const json& e = (*placements)[i];
+    const std::string path = StrCat("expect.placements[", i, "]");
+    PlacementExpectation want;
+    KPLACE_RETURN_IF_ERROR(r.String(e, "pod", path, &want.pod));
+    if (want.pod != q.pods[i].meta.name) {
+      return r.Error(CaseReader::Join(path, "pod"), StrCat("expected \"", q.pods[i].meta.name, "\" (pods[", i, "])"));
+    }
+    if (!e.is_object() || !e.contains("node")) return r.Error(CaseReader::Join(path, "node"), "missing (null: not placed)");
+    if (!e["node"].is_null()) {
+      if (!e["node"].is_string()) return r.Error(CaseReader::Join(path, "node"), "expected a node name or null");
+      want.node = e["node"].get<std::string>();
+      KPLACE_RETURN_IF_ERROR(CheckNodesKnown(r, *c, CaseReader::Join(path, "node"), {*want.node}));
+    }
+    if (const json* m = CaseReader::Find(e, "message")) {
+      if (!m->is_string()) return r.Error(CaseReader::Join(path, "message"), "expected a string");
+      want.message = m->get<std::string>();
+    }
+    q.placements.push_back(std::move(want));
+  }
+  if (const json* hinted = CaseReader::Find(*expect, "hinted")) {
+    if (!hinted->is_array() || hinted->size() != q.pods.size()) {
+      return r.Error("expect.hinted", StrCat("expected one entry per pod (", q.pods.size(), ")"));
+    }
+    for (size_t i = 0; i < hinted->size(); ++i) {
+      const json& h = (*hinted)[i];
+      if (h.is_null()) {
+        q.hinted.emplace_back();
+      } else if (h.is_boolean()) {
+        q.hinted.emplace_back(h.get<bool>());
+      } else {
+        return r.Error(StrCat("expect.hinted[", i, "]"), "expected true, false or null");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const char* ScoreStageName(ScoreStage stage) {
@@ -534,6 +669,12 @@ absl::StatusOr<Case> DecodeCase(const json& doc, std::string_view file) {
   if (c.name.empty()) return r.Error("name", "missing");
   KPLACE_RETURN_IF_ERROR(r.String(doc, "source", "", &c.source));
   KPLACE_RETURN_IF_ERROR(DecodePlugins(r, doc, &c));
+  const json* expect = CaseReader::Find(doc, "expect");
+  if ((expect && CaseReader::Find(*expect, "placements")) || CaseReader::Find(doc, "existingPods")) {
+    KPLACE_RETURN_IF_ERROR(DecodeGates(r, doc, &c));
+    KPLACE_RETURN_IF_ERROR(DecodeSequence(r, doc, &c));
+    return c;
+  }
   KPLACE_RETURN_IF_ERROR(DecodeProfile(r, doc, &c));
   KPLACE_RETURN_IF_ERROR(DecodeGates(r, doc, &c));
   KPLACE_RETURN_IF_ERROR(DecodeCluster(r, doc, &c));

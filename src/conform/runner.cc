@@ -556,7 +556,11 @@ CaseResult RunCase(const Case& c, const RunOptions& options) {
   CaseResult result;
   absl::StatusOr<Observed> got = absl::UnknownError("not run");
   try {
-    if (c.preemption) {
+    if (c.sequence) {
+      absl::StatusOr<CaseResult> r = RunSequenceCase(c, options);
+      if (r.ok()) return *r;
+      got = r.status();
+    } else if (c.preemption) {
       absl::StatusOr<CaseResult> r = RunPreemptionCase(c);
       if (r.ok()) return *r;
       got = r.status();

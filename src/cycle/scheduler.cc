@@ -18,6 +18,7 @@
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/engine_dry_run.h"
 #include "kplace/cycle/node_order.h"
+#include "kplace/cycle/opportunistic_batch.h"
 #include "kplace/cycle/preemption.h"
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
@@ -64,6 +65,9 @@ class Evaluator {
   virtual int64_t VerdictKey(NodeIndex /*i*/) { return -1; }
   /** `per_plugin`: also each plugin's raw and normalized scores (explanations). */
   virtual ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) = 0;
+  /** NormalizeScore and weights over given raw scores ([plugin][k]; `skipped` plugins stay
+   *  0) for the pod of the last Score: normalized and total. */
+  virtual ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) = 0;
 };
 
 std::string AbsentReason(std::vector<std::string> plugins) {
@@ -140,6 +144,12 @@ class EngineEvaluator final : public Evaluator {
       return ScoreOutcome{totals_.status, totals_.total, totals_.skipped, {}, {}};
     }
     engine::ScoreResult r = fw_->Score(feasible);
+    return ScoreOutcome{r.status, std::move(r.total), std::move(r.skipped), std::move(r.raw), std::move(r.normalized)};
+  }
+
+  ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) override {
+    engine::ScoreResult r;
+    fw_->Normalize(raw, skipped, &r);
     return ScoreOutcome{r.status, std::move(r.total), std::move(r.skipped), std::move(r.raw), std::move(r.normalized)};
   }
 
@@ -320,6 +330,21 @@ class ReferenceEvaluator final : public Evaluator {
     return out;
   }
 
+  ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) override {
+    ScoreOutcome out;
+    out.skipped = skipped;
+    out.raw = raw;
+    const size_t count = raw.empty() ? 0 : raw[0].size();
+    out.total.assign(count, 0);
+    for (size_t p = 0; p < profile_.score.size(); ++p) {
+      std::vector<int64_t> normalized = skipped[p] ? std::vector<int64_t>(count, 0) : raw[p];
+      if (!skipped[p]) plugins_[profile_.score[p].name]->NormalizeScore(cycle_, *pod_, normalized);
+      for (size_t k = 0; k < count; ++k) out.total[k] += profile_.score[p].weight * normalized[k];
+      out.normalized.push_back(std::move(normalized));
+    }
+    return out;
+  }
+
   /** The profile's PreFilter and Filter plugins in run order, for a ReferenceDryRunHost. */
   std::vector<ReferenceDryRunHost::Named> Plugins(const std::vector<std::string>& names) {
     std::vector<ReferenceDryRunHost::Named> out;
@@ -375,6 +400,8 @@ class CycleScheduler final : public Scheduler {
     std::map<std::string, Pod> nominated;
     std::set<std::string> terminating;
     std::unique_ptr<plugins::volume::VolumeAssumeCache> assume;  // when there is storage
+    std::vector<OpportunisticBatch> opp;
+    int64_t cycle = 0;
   };
 
 
@@ -393,7 +420,13 @@ class CycleScheduler final : public Scheduler {
       auto e = std::make_unique<ReferenceEvaluator>(p, &state_);
       KPLACE_RETURN_IF_ERROR(e->Init(options_.gates));
       dry_.push_back(std::move(e));
+      // Upstream's hints pick by its heap, so a run with random tie-breaks has none.
+      const bool unsigned_plugin = std::find(options_.unsigned_profiles.begin(), options_.unsigned_profiles.end(),
+                                             p.scheduler_name) != options_.unsigned_profiles.end();
+      signs_.push_back(options_.gates.Enabled("OpportunisticBatching") && options_.tie_break == TieBreak::kHeap &&
+                       ProfileSignsPods(p, options_.gates, unsigned_plugin));
     }
+    opp_.resize(config_.profiles.size());
     return Build(cluster_);
   }
 
@@ -401,6 +434,14 @@ class CycleScheduler final : public Scheduler {
 
   std::vector<plugins::volume::AssumedVolume> AssumedVolumes() const override {
     return (options_.reference ? *state_.volume_assume : snapshot_->volume_assume_cache()).assumed();
+  }
+
+  void ExpireBatchState() override { expire_batch_ = true; }
+
+  int64_t hinted_pods() const override {
+    int64_t n = 0;
+    for (const OpportunisticBatch& b : opp_) n += b.hinted_pods();
+    return n;
   }
 
   BatchStats batch_stats() const override {
@@ -494,6 +535,8 @@ class CycleScheduler final : public Scheduler {
     sp.preempt_rng = preempt_rng_;
     sp.nominated = nominated_;
     sp.terminating = terminating_;
+    sp.opp = opp_;
+    sp.cycle = cycle_;
     const auto& cache = AssumeCache();
     if (!objects().storage.empty()) sp.assume = std::make_unique<plugins::volume::VolumeAssumeCache>(*cache);
     savepoints_.push_back(std::move(sp));
@@ -511,6 +554,9 @@ class CycleScheduler final : public Scheduler {
     if (savepoints_.empty()) return absl::FailedPreconditionError("Revert: no transaction (Begin first)");
     Savepoint sp = std::move(savepoints_.back());
     savepoints_.pop_back();
+    // First, so that a rebuild while undoing renumbers its nodes.
+    opp_ = std::move(sp.opp);
+    cycle_ = sp.cycle;
     try {
       std::vector<UndoEntry> entries(std::make_move_iterator(undo_.begin() + static_cast<std::ptrdiff_t>(sp.undo_size)),
                                      std::make_move_iterator(undo_.end()));
@@ -604,6 +650,8 @@ class CycleScheduler final : public Scheduler {
       out.message += "]";
       return out;
     }
+    ++cycle_;  // upstream's scheduling cycle counter, shared by the profiles
+    expired_cycle_ = std::exchange(expire_batch_, false) ? cycle_ : -1;
     if (!pod.resource_claims.empty()) {
       // DynamicResources is not modelled: refused out loud rather than placed without it.
       const PodResourceClaim& c = pod.resource_claims[0];
@@ -627,7 +675,9 @@ class CycleScheduler final : public Scheduler {
     const Pod& p = nominated_self ? *nominated_self : pod;
     if (!batches_.empty()) {
       // Batched runs know nothing of nominated pods: while any exist, pods go one at a time.
-      if (nominated_.empty()) {
+      // Nor of OpportunisticBatching's hints, which change decisions: profiles that sign
+      // pods take the per-pod cycle, which gives them.
+      if (nominated_.empty() && !signs_[ev_index]) {
         const int32_t start = next_start_;
         Placement b = ScheduleBatched(p, *batches_[ev_index], ev->profile(), out);
         // A failed pod of a profile with PostFilter takes the per-pod cycle, which keeps
@@ -751,14 +801,30 @@ class CycleScheduler final : public Scheduler {
       return s;
     };
 
-    // The nominated node first: when it fits it is taken at once, unscored.
-    if (!pod.nominated_node_name.empty()) {
-      auto it = node_index_.find(pod.nominated_node_name);
-      bool allowed = it != node_index_.end() &&
-                     (!pre.restricted || std::binary_search(pre.allowed.begin(), pre.allowed.end(), it->second));
-      if (allowed) {
-        std::string plugin;
-        PluginStatus s = node_status(it->second, &plugin);
+    // OpportunisticBatching: a hint from the profile's last ranking, asked even when the
+    // pod has a nominated node (which then wins).
+    OpportunisticBatch* batch = signs_[ev_index] ? &opp_[ev_index] : nullptr;
+    std::optional<std::string> signature;
+    NodeIndex hint = engine::kNoId;
+    if (batch) {
+      signature = BatchSignature(pod, ev->profile(), options_.gates);
+      hint = BatchHint(pod, *ev, *batch, signature);
+    }
+
+    // The nominated (else the hinted) node first: when it fits it is taken at once,
+    // unscored, and the start index stays. When it does not, its status stays among the
+    // cycle's (it counts in the start index's advance unless the scan rejects it again).
+    NodeIndex fast_failed = engine::kNoId;
+    PluginStatus fast_status;
+    std::string fast_plugin;
+    {
+      NodeIndex target = hint;
+      if (!pod.nominated_node_name.empty()) {
+        auto it = node_index_.find(pod.nominated_node_name);
+        target = it != node_index_.end() ? it->second : engine::kNoId;
+      }
+      if (target != engine::kNoId) {
+        PluginStatus s = node_status(target, &fast_plugin);
         if (s.code == Code::kError) {
           out.code = Code::kError;
           out.message = s.Message();
@@ -766,10 +832,14 @@ class CycleScheduler final : public Scheduler {
         }
         if (s.IsSuccess()) {
           out.feasible = 1;
-          out.node = pod.nominated_node_name;
-          Bind(pod, it->second);
+          out.node = objects().nodes[target].meta.name;
+          out.hinted = target == hint;
+          Bind(pod, target);
+          if (batch) batch->Store(cycle_, signature, hint, target, nullptr, {});
           return out;
         }
+        fast_failed = target;
+        fast_status = std::move(s);
       }
     }
 
@@ -836,14 +906,19 @@ class CycleScheduler final : public Scheduler {
         explain->nodes.push_back(std::move(ne));
       }
     }
+    // The fast path's node, when the scan did not reject it too, is one more status.
+    const bool fast_extra =
+        fast_failed != engine::kNoId && std::find(rejected.begin(), rejected.end(), fast_failed) == rejected.end();
+    if (fast_extra) verdicts.push_back({-1, fast_plugin, fast_status, 1});
     for (const Verdicts& e : verdicts) {
       if (std::find(rejectors.begin(), rejectors.end(), e.plugin) == rejectors.end()) rejectors.push_back(e.plugin);
       for (const std::string& r : e.status.reasons) reasons[r] += e.nodes;
     }
-    next_start_ = static_cast<int32_t>((static_cast<int64_t>(next_start_) + processed) % n);
+    next_start_ = static_cast<int32_t>((static_cast<int64_t>(next_start_) + processed + (fast_extra ? 1 : 0)) % n);
     out.feasible = static_cast<int32_t>(feasible.size());
 
     if (feasible.empty()) {
+      if (fast_extra) rejected.push_back(fast_failed);
       const int32_t recorded = static_cast<int32_t>(rejected.size());
       if (pre.restricted && !pre.absent_reason.empty()) {
         reasons[pre.absent_reason] += n - recorded;
@@ -860,10 +935,12 @@ class CycleScheduler final : public Scheduler {
       return PostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
     size_t chosen = 0;
+    ScoreHeap rest;  // with a batch: the ranking without the chosen node
+    std::vector<bool> skipped;
     if (feasible.size() > 1) {
       Evaluator::ScoreOutcome scores;
       if (has_score) {
-        scores = ev->Score(feasible, explain != nullptr);
+        scores = ev->Score(feasible, explain != nullptr || batch != nullptr);
         if (scores.status.code == Code::kError) {
           out.code = Code::kError;
           out.message = scores.status.Message();
@@ -872,15 +949,81 @@ class CycleScheduler final : public Scheduler {
       } else {
         scores.total.assign(feasible.size(), 1);
       }
-      chosen = options_.tie_break == TieBreak::kHeap ? SelectHostHeap(scores.total)
-                                                      : SelectHostRandom(scores.total, rng_);
+      if (batch) {
+        chosen = RankForBatch(feasible, scores, &rest);
+        skipped = scores.skipped;
+      } else {
+        chosen = options_.tie_break == TieBreak::kHeap ? SelectHostHeap(scores.total)
+                                                        : SelectHostRandom(scores.total, rng_);
+      }
       out.score = scores.total[chosen];
       if (explain) Explain(*explain, feasible, scores);
     }
     NodeIndex host_node = feasible[chosen];
     out.node = objects().nodes[host_node].meta.name;
     Bind(pod, host_node);
+    if (batch) batch->Store(cycle_, signature, hint, host_node, feasible.size() > 1 ? &rest : nullptr, skipped);
     return out;
+  }
+
+  // The cycle's ranking as upstream's heap (feasible order): pops the chosen node, leaves
+  // the rest in `*rest` with each node's raw scores for a later rescoring.
+  static size_t RankForBatch(const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& scores,
+                             ScoreHeap* rest) {
+    std::vector<ScoredNode> nodes(feasible.size());
+    for (size_t k = 0; k < feasible.size(); ++k) {
+      nodes[k].node = static_cast<int32_t>(k);  // position first, the node after the pop
+      nodes[k].total = scores.total[k];
+      nodes[k].raw.resize(scores.raw.size());
+      for (size_t p = 0; p < scores.raw.size(); ++p) nodes[k].raw[p] = scores.raw[p][k];
+    }
+    rest->Init(std::move(nodes));
+    const size_t chosen = static_cast<size_t>(rest->Pop().node);
+    for (ScoredNode& e : rest->mutable_entries()) e.node = feasible[static_cast<size_t>(e.node)];
+    return chosen;
+  }
+
+  // GetNodeHint: the head of the profile's ranking when the pod may take it, after the last
+  // chosen node is filtered for it and, still feasible, scored again and ranked anew.
+  NodeIndex BatchHint(const Pod& pod, Evaluator& ev, OpportunisticBatch& batch,
+                      const std::optional<std::string>& signature) {
+    const bool expired = expired_cycle_ == cycle_ ||
+                         (options_.batch_max_age > 0 && cycle_ - batch.created() > options_.batch_max_age);
+    // Any failed check drops the state (upstream's newest batch.go).
+    auto none = [&] {
+      batch.Drop();
+      return engine::kNoId;
+    };
+    if (!batch.Compatible(cycle_, !pod.nominated_node_name.empty(), signature, expired)) return none();
+    const NodeIndex last = batch.last_chosen();
+    if (!LiveRow(last)) return none();
+    std::string plugin;
+    const PluginStatus fits = ev.FilterNode(last, &plugin);
+    if (fits.code == Code::kError) return none();
+    if (fits.IsSuccess()) {
+      // Still feasible: it competes again with its fresh scores, every entry normalized anew.
+      Evaluator::ScoreOutcome fresh = ev.Score({last}, /*per_plugin=*/true);
+      if (!fresh.status.IsSuccess() || fresh.skipped != batch.skipped()) return none();
+      std::vector<ScoredNode> nodes = batch.heap().entries();
+      ScoredNode again;
+      again.node = last;
+      for (const std::vector<int64_t>& r : fresh.raw) again.raw.push_back(r[0]);
+      nodes.push_back(std::move(again));
+      std::vector<std::vector<int64_t>> raw(fresh.raw.size(), std::vector<int64_t>(nodes.size()));
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        for (size_t p = 0; p < raw.size(); ++p) raw[p][k] = nodes[k].raw[p];
+      }
+      const Evaluator::ScoreOutcome normalized = ev.Normalize(raw, fresh.skipped);
+      for (size_t k = 0; k < nodes.size(); ++k) nodes[k].total = normalized.total[k];
+      batch.heap().Init(std::move(nodes));
+    }
+    const NodeIndex top = batch.heap().Pop().node;
+    return LiveRow(top) ? top : engine::kNoId;
+  }
+
+  // A row that holds a node now (not one that left).
+  bool LiveRow(NodeIndex i) const {
+    return i >= 0 && static_cast<size_t>(i) < objects().nodes.size() && removed_rows_.count(i) == 0;
   }
 
   // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
@@ -1467,6 +1610,25 @@ class CycleScheduler final : public Scheduler {
   // Every profile's state built again over `next` (every object but pods) and the pods the
   // scheduler holds, in their entry order.
   absl::Status Rebuild(ObjectSet next, bool storage_changed) {
+    // The batch states name nodes by row; rows are renumbered below.
+    std::vector<std::string> row_names(objects().nodes.size());
+    for (size_t i = 0; i < row_names.size(); ++i) {
+      if (LiveRow(static_cast<NodeIndex>(i))) row_names[i] = objects().nodes[i].meta.name;
+    }
+    absl::Status built = RebuildRows(std::move(next), storage_changed);
+    auto row = [&](int32_t old) {
+      if (old < 0 || static_cast<size_t>(old) >= row_names.size() || row_names[old].empty()) return -1;
+      auto it = node_index_.find(row_names[old]);
+      return it == node_index_.end() ? -1 : it->second;
+    };
+    for (OpportunisticBatch& b : opp_) b.Remap(row);
+    for (Savepoint& sp : savepoints_) {
+      for (OpportunisticBatch& b : sp.opp) b.Remap(row);
+    }
+    return built;
+  }
+
+  absl::Status RebuildRows(ObjectSet next, bool storage_changed) {
     std::vector<uint64_t> seqs;
     for (const LivePod* p : PodsInOrder()) {
       next.pods.push_back(*p->pod);
@@ -1579,6 +1741,12 @@ class CycleScheduler final : public Scheduler {
   std::vector<UndoEntry> undo_;
   std::map<std::string, Pod> nominated_;  // pending pods holding a nomination, by key
   std::set<std::string> terminating_;     // victims whose deletion is pending
+  // OpportunisticBatching, per profile: whether it signs pods, and its batch state.
+  std::vector<bool> signs_;
+  std::vector<OpportunisticBatch> opp_;
+  int64_t cycle_ = 0;          // scheduling cycles so far, every profile's
+  bool expire_batch_ = false;  // ExpireBatchState, for the next cycle
+  int64_t expired_cycle_ = -1;
 };
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/statusor.h"
+#include "kplace/config/config.h"
 #include "kplace/config/plugin_args.h"
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
@@ -88,6 +89,25 @@ struct PreEnqueueExpectation {
   std::optional<std::string> message;
 };
 
+// ---- Sequence cases (FORMAT.md, "Sequence cases"): pods scheduled one after another ----
+
+/** Where one pod of the sequence must end up. */
+struct PlacementExpectation {
+  std::string pod;                     // its name
+  std::optional<std::string> node;     // nullopt: not placed
+  std::optional<std::string> message;  // the PodScheduled=False text, when asserted
+};
+
+/** The inputs and expectations of a sequence case besides the cluster. */
+struct SequenceInput {
+  SchedulerConfig config;                       // `profile` and `additionalProfiles`, merged and defaulted
+  std::vector<std::string> unsigned_profiles;   // profiles with a test plugin that does not sign
+  std::vector<Pod> pods;                        // the sequence, in order
+  std::vector<size_t> batch_age_exceeded_before;  // indices into pods
+  std::vector<PlacementExpectation> placements;   // one per pod
+  std::vector<std::optional<bool>> hinted;        // empty: not asserted
+};
+
 /** What the upstream test asserted; absent parts were not asserted. */
 struct Expectations {
   std::optional<PreFilterExpectation> pre_filter;
@@ -128,6 +148,7 @@ struct Case {
   Pod pod;
   Expectations expect;
   std::optional<PreemptionInput> preemption;  // set for cases with an `entry`
+  std::optional<SequenceInput> sequence;      // set for sequence cases (`expect.placements`)
 };
 
 /** @brief Decodes a case document. `file` names it in errors.

@@ -87,6 +87,10 @@ absl::StatusOr<Observed> ObserveEngineCycle(const Case& c, engine::Backend backe
  *  engine can take pods off a node. Unavailable when a plugin is not registered. */
 absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c);
 
+/** @brief Runs a sequence case (FORMAT.md, "Sequence cases") on the whole scheduler and
+ *  compares each pod's node, message and whether it took a hint. */
+absl::StatusOr<CaseResult> RunSequenceCase(const Case& c, const RunOptions& options);
+
 /** @brief Observes and compares. Unavailable plugins give kSkipped; every other error
  *  (including exceptions from the engine) gives kFail with `why`. Never throws. */
 CaseResult RunCase(const Case& c, const RunOptions& options);

@@ -41,6 +41,13 @@ struct Options {
   /** The node index the first cycle starts its scan at (upstream's nextStartNodeIndex), for
    *  a scheduler that continues another's run. */
   int32_t start_index = 0;
+  /** OpportunisticBatching's batch age, in scheduling cycles: a profile's ranking serves
+   *  hints for at most this many cycles after the one that stored it (upstream: 500 ms of
+   *  wall time, which a run without a clock cannot have). 0: never too old. */
+  int64_t batch_max_age = 0;
+  /** Profiles (by schedulerName) holding a plugin that does not sign pods, so that
+   *  OpportunisticBatching never batches for them (conformance stand-ins). */
+  std::vector<std::string> unsigned_profiles;
 };
 
 /** How a batched scheduler's pods went (Scheduler::batch_stats). */
@@ -100,6 +107,8 @@ struct Placement {
   bool other_scheduler = false;
   /** Held back by spec.schedulingGates (SchedulingGates' PreEnqueue); no cycle ran. */
   bool gated = false;
+  /** Placed on the node OpportunisticBatching hinted, without a filter pass or scores. */
+  bool hinted = false;
   /** After a failed cycle, the plugins that rejected the pod at PreFilter or on some node
    *  (upstream's UnschedulablePlugins and PendingPlugins), sorted: the plugins whose
    *  queueing hints decide which cluster events retry it. */
@@ -176,6 +185,11 @@ class Scheduler {
   virtual int32_t next_start_index() const = 0;
   /** Zeros when not batched. */
   virtual BatchStats batch_stats() const = 0;
+  /** Makes every profile's OpportunisticBatching state too old for the next cycle's hint
+   *  (a sequence conformance case's batchAgeExceededBefore). */
+  virtual void ExpireBatchState() = 0;
+  /** Pods placed on an OpportunisticBatching hint so far, over all profiles. */
+  virtual int64_t hinted_pods() const = 0;
   /** Node names in scan (zone round-robin) order. */
   virtual std::vector<std::string> NodeOrder() const = 0;
   /** What VolumeBinding's Reserve assumed so far, in bind order: each claim of a placed

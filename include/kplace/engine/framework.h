@@ -136,6 +136,11 @@ class Framework {
   /** Score without each plugin's raw and normalized scores (raw and normalized left empty),
    *  into `*out`, its buffers reused: the per-pod cycle when nothing is explained. */
   virtual void ScoreTotals(const std::vector<NodeIndex>& feasible, ScoreResult* out) = 0;
+  /** NormalizeScore and weights over given raw scores (raw[score plugin][k], plugins marked
+   *  in `skipped` left at 0), for the pod of the last Score: out->normalized and
+   *  out->total. OpportunisticBatching's rescoring normalizes a cached ranking again. */
+  virtual void Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped,
+                         ScoreResult* out) = 0;
 
   /** Records a binding: the snapshot gets the pod, plugins update their columns. */
   virtual void Bind(const Pod& pod, NodeIndex node) = 0;

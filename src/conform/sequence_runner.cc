@@ -1,0 +1,56 @@
+// Runs FORMAT.md's sequence cases: the case's pods scheduled one after another by the whole
+// scheduler (its profiles, OpportunisticBatching included), each placed pod bound before the
+// next pod's cycle, and compares where each one ended up.
+#include <algorithm>
+
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/conform/runner.h"
+#include "kplace/cycle/scheduler.h"
+
+namespace kplace::conform {
+
+absl::StatusOr<CaseResult> RunSequenceCase(const Case& c, const RunOptions& run) {
+  const SequenceInput& q = *c.sequence;
+  cycle::Options options;
+  options.reference = run.reference;
+  options.backend = run.backend;
+  options.gates = c.gates;
+  options.unsigned_profiles = q.unsigned_profiles;
+  options.batch = 1;  // the cases describe cycles one pod at a time
+  KPLACE_ASSIGN_OR_RETURN(std::unique_ptr<cycle::Scheduler> scheduler,
+                          cycle::Scheduler::Create(c.objects, q.config, options));
+  // Pending existing pods hold nominations from earlier cycles and are never scheduled here.
+  for (const Pod& p : c.objects.pods) {
+    if (p.node_name.empty() && !p.nominated_node_name.empty()) scheduler->Nominate(p);
+  }
+  CaseResult result;
+  for (size_t i = 0; i < q.pods.size(); ++i) {
+    const Pod& pod = q.pods[i];
+    if (std::find(q.batch_age_exceeded_before.begin(), q.batch_age_exceeded_before.end(), i) !=
+        q.batch_age_exceeded_before.end()) {
+      scheduler->ExpireBatchState();
+    }
+    if (!pod.nominated_node_name.empty()) scheduler->Nominate(pod);
+    const cycle::Placement got = scheduler->Schedule(pod);
+    const PlacementExpectation& want = q.placements[i];
+    const std::string what = StrCat("pods[", i, "] ", pod.meta.name);
+    const std::string got_node = got.node.empty() ? "null" : StrCat("\"", got.node, "\"");
+    const std::string want_node = want.node ? StrCat("\"", *want.node, "\"") : "null";
+    if (got_node != want_node) {
+      result.diffs.push_back(StrCat(what, " node: expected ", want_node, ", got ", got_node,
+                                    got.node.empty() ? StrCat(" (", got.message, ")") : ""));
+    }
+    if (want.message && got.node.empty() && got.message != *want.message) {
+      result.diffs.push_back(StrCat(what, " message: expected \"", *want.message, "\", got \"", got.message, "\""));
+    }
+    if (i < q.hinted.size() && q.hinted[i] && *q.hinted[i] != got.hinted) {
+      result.diffs.push_back(StrCat(what, " hinted: expected ", *q.hinted[i] ? "true" : "false", ", got ",
+                                    got.hinted ? "true" : "false"));
+    }
+  }
+  result.outcome = result.diffs.empty() ? Outcome::kPass : Outcome::kFail;
+  return result;
+}
+
+}  // namespace kplace::conform
