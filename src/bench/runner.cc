@@ -399,7 +399,11 @@ Throughput ComputeThroughput(const std::vector<double>& done_seconds, double end
 
 absl::StatusOr<PreparedPhase> PreparePhase(const Workload& w, const BenchOptions& options) {
   PreparedPhase out;
-  out.config = BuiltDefaultConfig(options.backend, &out.missing_plugins);
+  if (w.scheduler_config) {
+    KPLACE_ASSIGN_OR_RETURN(out.config, DecodeSchedulerConfig(*w.scheduler_config, StrCat(w.name, ": schedulerConfig")));
+  } else {
+    out.config = BuiltDefaultConfig(options.backend, &out.missing_plugins);
+  }
   KPLACE_ASSIGN_OR_RETURN(out.cluster, BuildCluster(w));
 
   // Init pods are placed by the engine, group after group as upstream's createPods ops

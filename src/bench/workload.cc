@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "kplace/bench/perf_config.h"
+#include "kplace/config/config.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
@@ -322,7 +323,9 @@ absl::StatusOr<NamespaceSet> DecodeNamespaceSet(const json& j, std::string_view 
 absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, const std::string& field, const Workload& w) {
   if (!j.is_object()) return Bad(file, field, "expected an object {name, nodes, init, measured}");
   KPLACE_RETURN_IF_ERROR(
-      KnownFields(j, {"name", "nodes", "init", "measured", "namespaces", "threshold", "upstream"}, file, field));
+      KnownFields(j, {"name", "nodes", "init", "measured", "namespaces", "threshold", "upstream", "featureGates",
+                      "signatureBatchSize"},
+                  file, field));
   Variant v;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
     return Bad(file, field + ".name", "expected a non-empty string");
@@ -367,6 +370,17 @@ absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, cons
   if (j.contains("upstream")) {
     if (!j["upstream"].is_boolean()) return Bad(file, field + ".upstream", "expected true or false");
     v.upstream = j["upstream"].get<bool>();
+  }
+  if (j.contains("featureGates")) {
+    const json& g = j["featureGates"];
+    if (!g.is_object()) return Bad(file, field + ".featureGates", "expected a map of gate to true or false");
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      if (!it.value().is_boolean()) return Bad(file, field + ".featureGates." + it.key(), "expected true or false");
+      v.feature_gates[it.key()] = it.value().get<bool>();
+    }
+  }
+  if (j.contains("signatureBatchSize")) {
+    KPLACE_ASSIGN_OR_RETURN(v.signature_batch_size, Count(j["signatureBatchSize"], file, field + ".signatureBatchSize"));
   }
   return v;
 }
@@ -771,11 +785,17 @@ const Variant* Workload::FindVariant(const std::string& n) const {
 absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view file) {
   if (!doc.is_object()) return Bad(file, "workload", "expected an object");
   KPLACE_RETURN_IF_ERROR(KnownFields(doc, {"name", "description", "nodes", "namespaces", "namespaceSets", "objects",
-                                           "init", "measured", "churn", "deletePods", "throughput", "default", "variants"},
+                                           "init", "measured", "churn", "deletePods", "throughput", "default", "variants",
+                                           "schedulerConfig"},
                                      file, ""));
   Workload w;
   if (!doc.contains("name") || !doc["name"].is_string()) return Bad(file, "name", "expected a string");
   w.name = doc["name"].get<std::string>();
+  if (doc.contains("schedulerConfig")) {
+    if (!doc["schedulerConfig"].is_object()) return Bad(file, "schedulerConfig", "expected a KubeSchedulerConfiguration");
+    KPLACE_RETURN_IF_ERROR(DecodeSchedulerConfig(doc["schedulerConfig"], StrCat(file, ": schedulerConfig")).status());
+    w.scheduler_config = doc["schedulerConfig"];
+  }
   if (doc.contains("description") && doc["description"].is_string()) w.description = doc["description"].get<std::string>();
   const bool has_variants = doc.contains("variants");
   if (!doc.contains("nodes")) return Bad(file, "nodes", "expected a node group or a list of node groups");
@@ -890,6 +910,7 @@ absl::Status ApplyVariant(Workload& w, const std::string& name) {
   }
   for (size_t g = 0; g < w.init.size() && g < v->init.size(); ++g) w.init[g].count = v->init[g];
   w.measured.count = v->measured;
+  w.measured.signature_batch_size = v->signature_batch_size;
   for (size_t s = 0; s < w.namespace_sets.size() && s < v->namespace_sets.size(); ++s) {
     NamespaceSet& set = w.namespace_sets[s];
     set.count = v->namespace_sets[s];
@@ -1181,6 +1202,10 @@ absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::str
         KPLACE_ASSIGN_OR_RETURN(p, DecodePod(pod, StrCat("workload template (", ns, " #", i, ")")));
       } else {
         p = *base;
+      }
+      if (group.signature_batch_size > 0) {
+        p.tolerations.push_back(Toleration{"kplace.io/signature-batch", "Equal",
+                                           std::to_string(k / group.signature_batch_size), "NoSchedule", {}});
       }
       p.meta.name = StrCat(prefix, "-", k);
       p.meta.uid = StrCat(prefix, "-uid-", k);

@@ -280,6 +280,9 @@ int Schedule(int argc, char** argv, bool explain_command) {
   int64_t& batch = flags.Int("batch", cycle::kDefaultBatch,
                              "engine: up to N consecutive identical pods share one batched run (1 = per pod; same decisions)");
   bool& verify = flags.Bool("verify", "engine: schedule per pod and batched, and fail on any difference");
+  int64_t& batch_age = flags.Int("batch-age", 0,
+                                 "OpportunisticBatching: a profile's ranking hints for at most N cycles after the one that "
+                                 "stored it (upstream: 500 ms); 0 = no limit");
   std::string& events_file = flags.String("events", "",
                                           "watch events to replay (`kubectl get --watch -o json` lines: ADDED, MODIFIED, DELETED of "
                                           "nodes, pods, ...); pending pods are scheduled as they arrive, before the next change");
@@ -325,6 +328,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
     return 2;
   }
   options.batch = static_cast<int32_t>(batch);
+  if (batch_age < 0) {
+    std::fprintf(stderr, "%s: --batch-age must be 0 or more, got %lld\n", who, static_cast<long long>(batch_age));
+    return 2;
+  }
+  options.batch_max_age = batch_age;
   if (!ParseFeatureGates(explain_command ? "explain" : "schedule", feature_gates, &options.gates)) return 2;
   if (verify && use_reference) {
     std::fprintf(stderr, "%s: --verify compares the engine's paths; it does not apply to --reference\n", who);

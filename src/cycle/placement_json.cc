@@ -183,6 +183,7 @@ json PlacementJson(const Placement& p, bool explain, const Profile& profile, con
   if (!p.message.empty()) j["message"] = p.message;
   j["feasibleNodes"] = p.feasible;
   if (!p.node.empty()) j["score"] = p.score;
+  if (p.hinted) j["hinted"] = true;  // OpportunisticBatching's hint: no filter pass, no scores
   if (p.attempts > 1) j["attempts"] = p.attempts;
   if (p.preempted) j["preemptedLater"] = true;
   if (p.preemption && !p.preemption->victims.empty()) {

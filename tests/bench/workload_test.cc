@@ -16,6 +16,7 @@
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
+#include "kplace/cycle/opportunistic_batch.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/model/storage.h"
@@ -49,7 +50,9 @@ const std::vector<std::string> kUpstreamWorkloads = {
     "SchedulingWithMixedChurn",
     "Unschedulable",
     "SchedulingDeletedPodsWithFinalizers",
-    "SchedulingWhileGated"};
+    "SchedulingWhileGated",
+    "HostPortConflict",
+    "ResourceSaturation"};
 
 // Nodes beyond the size a variant is named for: SchedulingDaemonset adds its named node.
 int32_t ExtraNodes(const std::string& workload) { return workload == "SchedulingDaemonset" ? 1 : 0; }
@@ -70,6 +73,7 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
   for (const std::string& n : BuiltinWorkloads()) {
     SCOPED_TRACE(n);
     if (n == "PreemptionBasic") continue;  // upstream runs it at 500 nodes only, without a floor: below
+    if (n == "HostPortConflict" || n == "ResourceSaturation") continue;  // batching/: 20000 nodes, no floors; below
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->name, n);
@@ -94,6 +98,43 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
       if (named_by_nodes) EXPECT_EQ(sized.variant, StrCat(nodes, "Nodes"));
       EXPECT_EQ(sized.num_nodes, nodes + ExtraNodes(n));
     }
+  }
+}
+
+// scheduler_perf's batching/ workloads: upstream's sizes, signature batch sizes and gates, and
+// a scheduler configuration under which pods sign (no spreading defaults).
+TEST(WorkloadTest, BatchingWorkloadsAsUpstream) {
+  for (const std::string n : {"HostPortConflict", "ResourceSaturation"}) {
+    SCOPED_TRACE(n);
+    auto w = LoadWorkload(n);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE(w->scheduler_config.has_value());
+    auto config = DecodeSchedulerConfig(*w->scheduler_config, n);
+    ASSERT_TRUE(config.ok()) << config.status();
+    EXPECT_TRUE(cycle::ProfileSignsPods(config->profiles.at(0), FeatureGates{}));
+    std::vector<std::string> names;
+    for (const Variant& v : w->variants) {
+      names.push_back(v.name);
+      EXPECT_EQ(v.feature_gates.at("OpportunisticBatching"), v.name.find("Disabled") == std::string::npos) << v.name;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"10Nodes_10Pods_10BatchSize", "20000Nodes_20000Pods_10BatchSize",
+                                               "20000Nodes_20000Pods_100BatchSize", "20000Nodes_20000Pods_1000BatchSize",
+                                               "20000Nodes_20000Pods_5000BatchSize", "20000Nodes_20000Pods_20000BatchSize",
+                                               "20000Nodes_20000Pods_OpportunisticBatchingDisabled"}));
+    ASSERT_TRUE(ApplyVariant(*w, "20000Nodes_20000Pods_100BatchSize").ok());
+    EXPECT_EQ(w->num_nodes, 20000);
+    EXPECT_EQ(w->measured.signature_batch_size, 100);
+    // Runs of 100 pods share one signature (a toleration no node needs), the next run another.
+    w->measured.count = 250;
+    auto pods = BuildPods(w->measured, "pod", 0);
+    ASSERT_TRUE(pods.ok());
+    const Profile& profile = config->profiles[0];
+    auto sig = [&](int k) { return cycle::BatchSignature((*pods)[k], profile, FeatureGates{}); };
+    ASSERT_TRUE(sig(0).has_value());
+    EXPECT_EQ(sig(0), sig(99));
+    EXPECT_NE(sig(99), sig(100));
+    EXPECT_EQ(sig(100), sig(199));
+    EXPECT_NE(sig(199), sig(200));
   }
 }
 

@@ -117,6 +117,39 @@ TEST_F(ScheduleCliTest, GpuTaintTakesOnlyToleratingPods) {
   EXPECT_EQ(by_pod["default/trainer"]["node"], "gpu-1");
 }
 
+// A profile without spreading defaults signs pods: 3-CPU pods on 4-CPU nodes fill one node
+// each, and every pod after the first takes the first pod's ranking (reported "hinted").
+// --batch-age 1 lets a ranking serve one cycle only; the gate off gives plain cycles.
+TEST_F(ScheduleCliTest, OpportunisticBatchingHintsShowAndCanBeLimited) {
+  json nodes = json::array();
+  for (int i = 0; i < 4; ++i) nodes.push_back(Node("n" + std::to_string(i)));
+  json pods = json::array();
+  for (int i = 0; i < 4; ++i) pods.push_back(Pod("p" + std::to_string(i), "3"));
+  json config = {{"apiVersion", "kubescheduler.config.k8s.io/v1"},
+                 {"kind", "KubeSchedulerConfiguration"},
+                 {"profiles", json::array({{{"schedulerName", "default-scheduler"},
+                                            {"pluginConfig", json::array({{{"name", "PodTopologySpread"},
+                                                                           {"args", {{"defaultingType", "List"},
+                                                                                     {"defaultConstraints", json::array()}}}}})}}})}};
+  const std::vector<std::string> base = {"schedule", "--cluster", Write("c.json", List(nodes)), "--pods",
+                                         Write("p.json", List(pods)), "--config", Write("config.json", config)};
+  auto hinted = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    json out;
+    EXPECT_EQ(Run(args, &out), 0);
+    std::vector<bool> h;
+    for (const json& p : out["placements"]) h.push_back(p.value("hinted", false) && !p["node"].is_null());
+    return h;
+  };
+  EXPECT_EQ(hinted({}), (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(hinted({"--reference"}), (std::vector<bool>{false, true, true, true}));
+  EXPECT_EQ(hinted({"--batch-age", "1"}), (std::vector<bool>{false, true, false, true}));
+  EXPECT_EQ(hinted({"--feature-gates", "OpportunisticBatching=false"}), (std::vector<bool>(4, false)));
+  json out;
+  EXPECT_EQ(Run({"schedule", "--batch-age", "-1", "--cluster", base[2]}, &out), 2);
+}
+
 TEST_F(ScheduleCliTest, TooBigPodStaysPendingWithAggregatedReason) {
   json nodes = json::array({Node("a"), Node("b"), Node("c")});
   json out;

@@ -113,6 +113,10 @@ struct PodGroup {
   nlohmann::json pod_template;   // a Pod object without a name
   std::vector<nlohmann::json> objects;  // per-pod object templates
   std::optional<HeterogeneousMix> heterogeneous;  // per-pod variation, when given
+  /** scheduler_perf's signatureBatchSize: consecutive runs of this many pods share one pod
+   *  signature, the next run another (each run's pods tolerate a NoSchedule taint named
+   *  after the run, which no node has: only the signature changes). 0: one signature. */
+  int32_t signature_batch_size = 0;
 
   /** The namespaces the group runs over, in order. */
   std::vector<std::string> Namespaces() const;
@@ -155,6 +159,7 @@ struct Variant {
    *  RunWorkload applies the ones kplace knows under BenchOptions::gates. */
   std::map<std::string, bool> feature_gates;
   std::vector<std::string> labels;  // scheduler_perf's labels (test case's and workload's)
+  int32_t signature_batch_size = 0;  // the measured pods' (PodGroup::signature_batch_size)
 };
 
 struct Workload {
@@ -166,6 +171,9 @@ struct Workload {
   std::vector<nlohmann::json> namespaces;  // Namespace objects
   std::vector<NamespaceSet> namespace_sets;
   std::vector<nlohmann::json> objects;     // extra cluster objects
+  /** The KubeSchedulerConfiguration to run (scheduler_perf's schedulerConfigPath), when not
+   *  the default one. */
+  std::optional<nlohmann::json> scheduler_config;
   std::vector<PodGroup> init;
   PodGroup measured;
   std::optional<Churn> churn;
