@@ -116,9 +116,16 @@ absl::Status Build(const Case& c, Setup* s) {
   return absl::OkStatus();
 }
 
-NodeToStatus Statuses(const PreemptionInput& in) {
+NodeToStatus Statuses(const PreemptionInput& in, const cycle::DryRunHost& host) {
   NodeToStatus m;
-  for (const auto& [node, st] : in.filter_statuses) m.nodes[node] = ToStatus(st);
+  for (const auto& [node, st] : in.filter_statuses) {
+    const int32_t row = host.IndexOf(node);
+    if (row >= 0) {
+      m.Set(row, ToStatus(st));
+    } else {
+      m.unplaced.push_back(ToStatus(st));
+    }
+  }
   m.absent = ToStatus(in.absent);
   return m;
 }
@@ -173,7 +180,7 @@ absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c) {
       extenders.push_back(std::make_unique<TestExtender>(x));
       options.extenders.push_back(extenders.back().get());
     }
-    cycle::PostFilterResult got = cycle::PostFilter(host, c.pod, Statuses(in), c.objects.pdbs, options);
+    cycle::PostFilterResult got = cycle::PostFilter(host, c.pod, Statuses(in, host), c.objects.pdbs, options);
     if (e.post_filter) ComparePostFilter(*e.post_filter, got, &diffs);
     if (e.pre_enqueue) {
       std::set<std::string> preempting;
@@ -232,7 +239,7 @@ absl::StatusOr<CaseResult> RunPreemptionCase(const Case& c) {
     if (e.eligible) Diff(&diffs, "eligible", *e.eligible ? "true" : "false", eligible ? "true" : "false");
   } else if (in.entry == "NodesForStatusCode") {
     std::vector<std::string> got;
-    for (int32_t i : cycle::NodesForStatusCode(Statuses(in), in.status_code, host, &options.node_order)) got.push_back(host.NodeAt(i).meta.name);
+    for (int32_t i : cycle::NodesForStatusCode(Statuses(in, host), in.status_code, host, &options.node_order)) got.push_back(host.NodeAt(i).meta.name);
     std::sort(got.begin(), got.end());
     if (e.potential_nodes) Diff(&diffs, "potentialNodes", List(*e.potential_nodes), List(got));
   }

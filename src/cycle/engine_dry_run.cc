@@ -16,7 +16,9 @@ EngineDryRunHost::EngineDryRunHost(engine::Framework& fw, const engine::PreFilte
       index_of_(std::move(index_of)),
       nominated_(std::move(nominated)),
       make_reference_(std::move(reference)),
-      slot_(snapshot.num_nodes(), -1) {}
+      slot_(snapshot.num_nodes(), -1) {
+  for (const std::string& name : fw_.filter_plugins()) pod_dependent_.push_back(PodDependentPreFilter(name));
+}
 
 EngineDryRunHost::~EngineDryRunHost() = default;
 
@@ -60,15 +62,14 @@ int EngineDryRunHost::Check(const Pod& pod, int32_t node, const std::vector<cons
                             engine::VerdictCode* code) {
   if (&pod != &pod_ || !pre_.status.IsSuccess() || NominatedCounts(pod, node)) return kAskReference;
   if (slot_[node] < 0) Prefetch(pod, {node});
-  const std::vector<std::string>& names = fw_.filter_plugins();
-  const size_t num = names.size();
+  const size_t num = pod_dependent_.size();
   const engine::VerdictCode* current = &current_[static_cast<size_t>(slot_[node]) * num];
   for (size_t f = 0; f < num; ++f) {
     if (pre_.skip_filter[f]) continue;
     // The engine's InterPodAffinity verdict on a node an earlier plugin rejected can differ
     // from the reference's (found by this dry run; the cycle never reads it there), so the
     // plugins with cluster-wide PreFilter state leave such calls to the reference.
-    if (PodDependentPreFilter(names[f])) return kAskReference;
+    if (pod_dependent_[f]) return kAskReference;
     if (!fw_.FilterWithout(static_cast<int>(f), node, removed, current[f], code)) return kAskReference;
     if (*code == 0) continue;
     return Rejects(static_cast<int>(f), *code) ? static_cast<int>(f) : kAskReference;  // the reference words errors

@@ -126,7 +126,7 @@ std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code,
   const int32_t n = order ? static_cast<int32_t>(order->size()) : host.NumNodes();
   for (int32_t k = 0; k < n; ++k) {
     const int32_t i = order ? (*order)[k] : k;
-    if (statuses.Get(host.NodeAt(i).meta.name).code == code) out.push_back(i);
+    if (statuses.Get(i).code == code) out.push_back(i);
   }
   return out;
 }
@@ -200,10 +200,11 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
       if (!non_violating.empty() && non_violating.size() + violating.size() >= static_cast<size_t>(num_candidates)) break;
       continue;
     }
-    const std::string& name = host.NodeAt(node).meta.name;
-    if (st.IsSuccess()) st = PluginStatus::Error(StrCat("expected at least one victim pod on node ", GoQuote(name)));
+    if (st.IsSuccess()) {
+      st = PluginStatus::Error(StrCat("expected at least one victim pod on node ", GoQuote(host.NodeAt(node).meta.name)));
+    }
     if (st.code == Code::kError) out.errors.push_back(st.Message());
-    out.statuses.nodes[name] = std::move(st);
+    out.statuses.Set(node, std::move(st));
   }
   out.candidates = std::move(non_violating);
   for (Candidate& c : violating) out.candidates.push_back(std::move(c));
@@ -263,11 +264,18 @@ PluginStatus PreEnqueue(const Pod& pod, bool async_preemption, const std::set<st
 }
 
 std::string StatusesMessage(int32_t num_all_nodes, const NodeToStatus& statuses) {
+  std::vector<int64_t> rows(statuses.statuses.size(), 0);  // rows per shared status
+  for (int32_t s : statuses.of_row) {
+    if (s >= 0) ++rows[s];
+  }
   std::map<std::string, int64_t> reasons;
-  for (const auto& [node, status] : statuses.nodes) {
+  for (size_t s = 0; s < rows.size(); ++s) {
+    for (const std::string& r : statuses.statuses[s].reasons) reasons[r] += rows[s];
+  }
+  for (const PluginStatus& status : statuses.unplaced) {
     for (const std::string& r : status.reasons) ++reasons[r];
   }
-  int64_t absent = num_all_nodes - static_cast<int64_t>(statuses.nodes.size());
+  int64_t absent = num_all_nodes - statuses.size();
   if (absent > 0) {
     for (const std::string& r : statuses.absent.reasons) reasons[r] += absent;
   }
@@ -281,7 +289,8 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
                          const std::vector<PodDisruptionBudget>& pdbs, const PostFilterOptions& options) {
   PostFilterResult out;
   std::string why;
-  if (!PodEligibleToPreemptOthers(pod, &statuses.Get(pod.nominated_node_name), host, &why)) {
+  const int32_t nominated = pod.nominated_node_name.empty() ? -1 : host.IndexOf(pod.nominated_node_name);
+  if (!PodEligibleToPreemptOthers(pod, &statuses.Get(nominated), host, &why)) {
     out.status = PluginStatus::Make(Code::kUnschedulable, why);
     return out;
   }

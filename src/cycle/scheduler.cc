@@ -867,6 +867,7 @@ class CycleScheduler final : public Scheduler {
       int64_t nodes;
     };
     std::vector<Verdicts> verdicts;
+    std::vector<int32_t> verdict_of;  // per rejected node, its entry of verdicts
     for (int32_t v = 0; v < m; ++v) {
       NodeIndex i = candidates[(next_start_ + v) % m];
       std::string plugin;
@@ -878,6 +879,7 @@ class CycleScheduler final : public Scheduler {
         if (seen != verdicts.end()) {
           ++seen->nodes;
           rejected.push_back(i);
+          verdict_of.push_back(static_cast<int32_t>(seen - verdicts.begin()));
           continue;
         }
       }
@@ -895,6 +897,7 @@ class CycleScheduler final : public Scheduler {
         feasible.push_back(i);
       } else {
         rejected.push_back(i);
+        verdict_of.push_back(static_cast<int32_t>(verdicts.size()));
         verdicts.push_back({key, plugin, explain ? s : std::move(s), 1});  // key -1: this node's alone
       }
       if (explain) {
@@ -909,7 +912,10 @@ class CycleScheduler final : public Scheduler {
     // The fast path's node, when the scan did not reject it too, is one more status.
     const bool fast_extra =
         fast_failed != engine::kNoId && std::find(rejected.begin(), rejected.end(), fast_failed) == rejected.end();
-    if (fast_extra) verdicts.push_back({-1, fast_plugin, fast_status, 1});
+    if (fast_extra) {
+      verdict_of.push_back(static_cast<int32_t>(verdicts.size()));
+      verdicts.push_back({-1, fast_plugin, fast_status, 1});
+    }
     for (const Verdicts& e : verdicts) {
       if (std::find(rejectors.begin(), rejectors.end(), e.plugin) == rejectors.end()) rejectors.push_back(e.plugin);
       for (const std::string& r : e.status.reasons) reasons[r] += e.nodes;
@@ -928,10 +934,9 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, "", reasons);
       out.unschedulable_plugins = SortedUnique(std::move(rejectors));
       if (ev->profile().post_filter.empty()) return out;
-      for (NodeIndex i : rejected) {
-        std::string plugin;
-        statuses.nodes[objects().nodes[i].meta.name] = node_status(i, &plugin);
-      }
+      // Nodes rejected alike share their verdict's status (VerdictKey: equal statuses).
+      for (Verdicts& e : verdicts) statuses.Add(std::move(e.status));
+      for (size_t j = 0; j < rejected.size(); ++j) statuses.Set(rejected[j], verdict_of[j]);
       return PostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
     size_t chosen = 0;
@@ -1070,7 +1075,10 @@ class CycleScheduler final : public Scheduler {
       po.candidates.push_back(std::move(pc));
     }
     po.decided_by = r.decided_by < kNumCandidateCriteria ? kCandidateCriteria[r.decided_by] : "first found";
-    for (const auto& [node, st] : r.dry_run_statuses.nodes) po.rejected[node] = st.Message();
+    for (size_t row = 0; row < r.dry_run_statuses.of_row.size(); ++row) {
+      const int32_t row_i = static_cast<int32_t>(row);
+      if (r.dry_run_statuses.Has(row_i)) po.rejected[objects().nodes[row].meta.name] = r.dry_run_statuses.Get(row_i).Message();
+    }
     if (!r.has_result) return out;
     if (!r.status.IsSuccess()) {
       ClearNomination(pod);

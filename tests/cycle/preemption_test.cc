@@ -67,7 +67,8 @@ class PreemptionTest : public ::testing::Test {
   }
   NodeToStatus AllUnschedulable() {
     NodeToStatus m;
-    for (const Node& n : objects_.nodes) m.nodes[n.meta.name] = PluginStatus::Make(Code::kUnschedulable, "Insufficient cpu");
+    const int32_t cpu = m.Add(PluginStatus::Make(Code::kUnschedulable, "Insufficient cpu"));
+    for (size_t i = 0; i < objects_.nodes.size(); ++i) m.Set(static_cast<int32_t>(i), cpu);
     return m;
   }
 
@@ -155,7 +156,7 @@ TEST_F(PreemptionTest, PostFilterMessagesAndNodeChoice) {
   // Nothing lower on any node: every tried node says so, the others are "not helpful".
   Pod top = MakePod("top", "", 1, "2");
   NodeToStatus m = AllUnschedulable();
-  m.nodes["n3"] = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "node(s) didn't match Pod's node affinity/selector");
+  m.Set(host_->IndexOf("n3"), PluginStatus::Make(Code::kUnschedulableAndUnresolvable, "node(s) didn't match Pod's node affinity/selector"));
   r = PostFilter(*host_, top, m, {}, options);
   EXPECT_EQ(r.status.code, Code::kUnschedulable);
   EXPECT_TRUE(r.has_result);

@@ -63,6 +63,7 @@ class EngineDryRunHost final : public DryRunHost {
   std::unique_ptr<DryRunHost> reference_;
   // Every filter plugin's verdict now on the prefetched nodes: current_[slot_[node] * F + f].
   std::vector<int32_t> slot_;
+  std::vector<bool> pod_dependent_;  // per filter plugin: PodDependentPreFilter
   std::vector<engine::VerdictCode> current_, fetched_;
   std::vector<engine::NodeIndex> fetch_;
   std::vector<std::pair<std::pair<int, engine::VerdictCode>, bool>> rejects_;  // Rejects, by (f, code)

@@ -29,14 +29,40 @@ class Plugin;
 namespace kplace::cycle {
 
 /** Upstream's NodeToStatus: the statuses of the nodes a cycle rejected, and the status of
- *  every node not listed. */
+ *  every node not listed. By snapshot row: a row names one of `statuses`, which the rows a
+ *  cycle rejected alike share (a failed cycle over 5,000 nodes holds a handful of statuses,
+ *  not 5,000 named copies). */
 struct NodeToStatus {
-  std::map<std::string, PluginStatus> nodes;
+  std::vector<PluginStatus> statuses;  // distinct entries the rows point to
+  std::vector<int32_t> of_row;         // index into statuses; -1 (or past the end): absent
+  /** Statuses of node names the snapshot does not hold (a test's table): they count, as in
+   *  upstream's map, but no row has them. */
+  std::vector<PluginStatus> unplaced;
   PluginStatus absent{Code::kUnschedulableAndUnresolvable, {}};
-  const PluginStatus& Get(const std::string& node) const {
-    auto it = nodes.find(node);
-    return it == nodes.end() ? absent : it->second;
+
+  /** A status rows can share; its index. */
+  int32_t Add(PluginStatus s) {
+    statuses.push_back(std::move(s));
+    return static_cast<int32_t>(statuses.size()) - 1;
   }
+  /** Row `row` gets statuses[status]. */
+  void Set(int32_t row, int32_t status) {
+    if (static_cast<size_t>(row) >= of_row.size()) of_row.resize(static_cast<size_t>(row) + 1, -1);
+    if (of_row[row] < 0) ++recorded_;
+    of_row[row] = status;
+  }
+  void Set(int32_t row, PluginStatus s) { Set(row, Add(std::move(s))); }
+  /** The status of row `row` (-1: a node the snapshot lacks, which has the absent one). */
+  const PluginStatus& Get(int32_t row) const {
+    if (row < 0 || static_cast<size_t>(row) >= of_row.size() || of_row[row] < 0) return absent;
+    return statuses[of_row[row]];
+  }
+  bool Has(int32_t row) const { return row >= 0 && static_cast<size_t>(row) < of_row.size() && of_row[row] >= 0; }
+  /** Nodes with a status of their own (upstream's map size). */
+  int64_t size() const { return recorded_ + static_cast<int64_t>(unplaced.size()); }
+
+ private:
+  int64_t recorded_ = 0;
 };
 
 /** What DefaultPreemption needs of the framework it runs in. */
