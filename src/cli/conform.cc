@@ -94,6 +94,8 @@ int RunConform(int argc, char** argv) {
                                           "or case name per line, '#' starts a comment; 'none' for no waivers "
                                           "(default: the project's tests/conformance/waivers.txt)");
   bool& verbose = flags.Bool("verbose", "also print passing cases, and every mismatch of a failing case");
+  std::string& feature_gates = flags.String(
+      "feature-gates", "", "feature gates set over each case's own (e.g. OpportunisticBatching=false), as kube-scheduler takes them");
   std::vector<std::string>& paths = flags.Positional("PATH", "case files or folders of them");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   if (paths.empty()) {
@@ -101,6 +103,8 @@ int RunConform(int argc, char** argv) {
     return 2;
   }
 
+  FeatureGates gates;
+  if (!ParseFeatureGates("conform", feature_gates, &gates)) return 2;
   conform::RunOptions run;
   run.reference = reference;
   if (!reference && !ParseBackend(backend, &run.backend)) return 2;
@@ -128,6 +132,7 @@ int RunConform(int argc, char** argv) {
     std::string name;
     conform::CaseResult result;
     if (c.ok()) {
+      for (const auto& [gate, on] : gates.overrides) c->gates.overrides[gate] = on;
       name = c->name;
       result = conform::RunCase(*c, run);
     } else {

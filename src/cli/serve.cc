@@ -22,8 +22,10 @@ int RunServe(int argc, char** argv) {
   std::string& client_ca = flags.String("client-ca", "", "CA (PEM) that client certificates must be signed by (mutual TLS)");
   std::string& token_file = flags.String("token-file", "", "file holding the bearer token every call must send");
   std::string& metrics_listen = flags.String("metrics-listen", "", "serve Prometheus metrics (GET /metrics, plain HTTP) on HOST:PORT; default off");
+  std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. OpportunisticBatching=false");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   serve::ServerOptions options;
+  if (!ParseFeatureGates("serve", feature_gates, &options.scheduler.gates)) return 2;
   options.listen = listen;
   options.metrics_listen = metrics_listen;
   if (!ParseBackend(backend, &options.scheduler.backend)) return 2;

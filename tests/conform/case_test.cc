@@ -282,6 +282,57 @@ TEST(ConformCaseTest, DecodesPreemptionCases) {
             std::string::npos);
 }
 
+json SequenceCase() {
+  return json::parse(R"({
+    "name": "batching/test", "source": "derived from batch.go", "plugins": "default",
+    "profile": {"pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List", "defaultConstraints": []}}],
+                "plugins": {"filter": {"enabled": [{"name": "test:NoSignFilter"}]}}},
+    "additionalProfiles": [{"schedulerName": "other"}],
+    "nodes": [{"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "10"}}}],
+    "existingPods": [{"metadata": {"name": "waiting"}, "spec": {"containers": [{"name": "c"}]},
+                      "status": {"nominatedNodeName": "n1"}}],
+    "pods": [{"metadata": {"name": "a"}, "spec": {"containers": [{"name": "c"}]}},
+             {"metadata": {"name": "b"}, "spec": {"schedulerName": "other", "containers": [{"name": "c"}]}}],
+    "batchAgeExceededBefore": [1],
+    "expect": {"placements": [{"pod": "a", "node": "n1"}, {"pod": "b", "node": null, "message": "0/1 nodes are available."}],
+               "hinted": [false, null]}
+  })");
+}
+
+TEST(ConformCaseTest, DecodesSequenceCases) {
+  absl::StatusOr<Case> c = DecodeCase(SequenceCase(), "seq.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->sequence.has_value());
+  const SequenceInput& q = *c->sequence;
+  ASSERT_EQ(q.config.profiles.size(), 2u);
+  EXPECT_EQ(q.config.profiles[0].scheduler_name, "default-scheduler");  // absent: the default
+  EXPECT_EQ(q.config.profiles[0].args.pod_topology_spread.defaulting_type, "List");
+  EXPECT_EQ(q.unsigned_profiles, (std::vector<std::string>{"default-scheduler"}));  // the stand-in, taken out
+  EXPECT_EQ(q.pods.size(), 2u);
+  EXPECT_EQ(c->objects.pods.size(), 1u);
+  EXPECT_EQ(q.batch_age_exceeded_before, (std::vector<size_t>{1}));
+  EXPECT_EQ(q.placements[0].node, std::optional<std::string>("n1"));
+  EXPECT_FALSE(q.placements[1].node.has_value());
+  EXPECT_EQ(q.placements[1].message, std::optional<std::string>("0/1 nodes are available."));
+  ASSERT_EQ(q.hinted.size(), 2u);
+  EXPECT_EQ(q.hinted[0], std::optional<bool>(false));
+  EXPECT_FALSE(q.hinted[1].has_value());
+
+  auto error = [](json doc) { return std::string(DecodeCase(doc, "seq.json").status().message()); };
+  json bad = SequenceCase();
+  bad["expect"]["placements"].erase(1);
+  EXPECT_NE(error(bad).find("expect.placements: expected one entry per pod (2)"), std::string::npos) << error(bad);
+  bad = SequenceCase();
+  bad["expect"]["placements"][1]["pod"] = "c";
+  EXPECT_NE(error(bad).find("expect.placements[1].pod: expected \"b\""), std::string::npos) << error(bad);
+  bad = SequenceCase();
+  bad["batchAgeExceededBefore"] = {7};
+  EXPECT_NE(error(bad).find("batchAgeExceededBefore[0]"), std::string::npos) << error(bad);
+  bad = SequenceCase();
+  bad["expect"]["placements"][0]["node"] = "nowhere";
+  EXPECT_NE(error(bad).find("node \"nowhere\" is not in nodes"), std::string::npos) << error(bad);
+}
+
 // Every shipped case must at least decode; a failure here is a decoder gap (or a
 // plugin-args decoder rejecting what upstream accepts), not a plugin bug.
 TEST(ConformCaseTest, EverySharedCaseLoads) {

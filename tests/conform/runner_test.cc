@@ -459,3 +459,25 @@ TEST_F(ConformCliTest, BadFlagsExitTwo) {
 
 }  // namespace
 }  // namespace kplace::conform
+
+namespace kplace::conform {
+namespace {
+
+// The own batching cases discriminate: each passes with OpportunisticBatching as upstream
+// has it, and the ones whose pods take hints fail with the gate off.
+TEST(ConformRunnerTest, BatchingSequenceCasesNeedTheHints) {
+  const std::string dir = std::string(KPLACE_SOURCE_DIR) + "/tests/conformance/batching/";
+  absl::StatusOr<Case> c = LoadCase(dir + "011-derived-host-port-ties-go-heap-order.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (bool reference : {false, true}) {
+    RunOptions run;
+    run.reference = reference;
+    EXPECT_EQ(RunCase(*c, run).outcome, Outcome::kPass) << RunCase(*c, run).Summary(true);
+    Case off = *c;
+    off.gates.overrides["OpportunisticBatching"] = false;
+    EXPECT_EQ(RunCase(off, run).outcome, Outcome::kFail);
+  }
+}
+
+}  // namespace
+}  // namespace kplace::conform
