@@ -1,9 +1,11 @@
+#include <limits>
 #include <random>
 
 #include <gtest/gtest.h>
 
 #include "kplace/config/profile.h"
 #include "kplace/engine/framework.h"
+#include "kplace/plugins/node_resources_balanced_allocation.h"
 #include "tests/testing/differential.h"
 #include "tests/testing/single_plugin_calls.h"
 
@@ -199,6 +201,48 @@ TEST(NodeResourcesBalancedAllocationTest, EngineMatchesReferenceOnRandomPairs) {
       ASSERT_EQ(testing::Diff(e, r), "") << "variant " << variant << " pod " << j;
       ASSERT_EQ(testing::EnginePreScore(kName, c, pod, args), testing::ReferencePreScore(kName, c, pod, args));
     }
+  }
+}
+
+}  // namespace
+}  // namespace kplace
+
+// The cpu-and-memory fast paths of both resource scores give what the loop over resources
+// gives (the same resources listed memory first take the loop), zero allocatable, empty
+// nodes and saturating requests included.
+namespace kplace {
+namespace {
+
+TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
+  std::mt19937_64 rng(11);
+  const int64_t kBig = std::numeric_limits<int64_t>::max() - 5;
+  auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
+  for (int trial = 0; trial < 20000; ++trial) {
+    int64_t alloc_cpu = pick({0, 1, 1000, 4000, 3999, kBig}), alloc_mem = pick({0, 7, 1 << 30, 32LL << 30, kBig});
+    int64_t req_cpu = pick({0, 1, 500, 4000, 9000, kBig}), req_mem = pick({0, 3, 1 << 29, 40LL << 30, kBig});
+    int64_t nz_cpu = req_cpu + pick({0, 100}), nz_mem = req_mem + pick({0, 200});
+    int64_t zero = 0;
+    plugins::FitNodeView v{1, &alloc_cpu, &alloc_mem, &zero, &zero, &req_cpu, &req_mem, &zero, &nz_cpu, &nz_mem, &zero,
+                           nullptr, nullptr, nullptr, nullptr};
+    plugins::FitScoreParams fast{};
+    fast.strategy = plugins::FitStrategy::kLeastAllocated;
+    fast.num_resources = 2;
+    fast.use_non_zero = rng() % 2;
+    fast.resources[0].kind = plugins::FitResourceKind::kCpu;
+    fast.resources[0].pod_request = pick({0, 100, 2000, kBig});
+    fast.resources[0].weight = pick({1, 3});
+    fast.resources[1].kind = plugins::FitResourceKind::kMemory;
+    fast.resources[1].pod_request = pick({0, 1 << 20, 8LL << 30, kBig});
+    fast.resources[1].weight = pick({1, 2});
+    plugins::FitScoreParams loop = fast;
+    std::swap(loop.resources[0], loop.resources[1]);
+    ASSERT_TRUE(plugins::FitScoresCpuMemory(fast));
+    ASSERT_FALSE(plugins::FitScoresCpuMemory(loop));
+    ASSERT_EQ(plugins::FitScoreNode(v, fast, 0), plugins::FitScoreNode(v, loop, 0)) << "trial " << trial;
+    fast.use_non_zero = loop.use_non_zero = false;
+    ASSERT_EQ(plugins::BalancedScoreNode(v, plugins::BalancedParams{fast}, 0),
+              plugins::BalancedScoreNode(v, plugins::BalancedParams{loop}, 0))
+        << "trial " << trial;
   }
 }
 

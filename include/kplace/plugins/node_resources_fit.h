@@ -156,7 +156,34 @@ KPLACE_HOST_DEVICE inline int64_t FitShapeScore(const FitScoreParams& p, int64_t
   return p.shape_score[p.num_points - 1];
 }
 
+/** True for the default scoring resources, cpu then memory: the scores below then take the
+ *  two columns directly (the same arithmetic as the loop over resources). */
+KPLACE_HOST_DEVICE inline bool FitScoresCpuMemory(const FitScoreParams& p) {
+  return p.num_resources == 2 && p.resources[0].kind == FitResourceKind::kCpu &&
+         p.resources[1].kind == FitResourceKind::kMemory;
+}
+
+/** LeastAllocated's term of one resource: allocatable `a` (0: skipped), requested `q`. */
+KPLACE_HOST_DEVICE inline void FitLeastAllocatedTerm(int64_t a, int64_t q, int64_t weight, int64_t* numerator,
+                                                     int64_t* weights) {
+  if (a == 0) return;
+  *numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * weight;
+  *weights += weight;
+}
+
 KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
+  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
+    int64_t numerator = 0, weights = 0;
+    const FitScoreResource& cpu = p.resources[0];
+    const FitScoreResource& mem = p.resources[1];
+    FitLeastAllocatedTerm(v.alloc_cpu_milli[i],
+                          SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request),
+                          cpu.weight, &numerator, &weights);
+    FitLeastAllocatedTerm(v.alloc_mem_bytes[i],
+                          SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request),
+                          mem.weight, &numerator, &weights);
+    return weights == 0 ? 0 : numerator / weights;
+  }
   int64_t numerator = 0, weights = 0;
   for (int32_t k = 0; k < p.num_resources; ++k) {
     const FitScoreResource& r = p.resources[k];
@@ -165,8 +192,7 @@ KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitSc
     if (a == 0) continue;
     switch (p.strategy) {
       case FitStrategy::kLeastAllocated:
-        numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * r.weight;
-        weights += r.weight;
+        FitLeastAllocatedTerm(a, q, r.weight, &numerator, &weights);
         break;
       case FitStrategy::kMostAllocated:
         numerator += (GoMul(q < a ? q : a, kMaxNodeScore) / a) * r.weight;
