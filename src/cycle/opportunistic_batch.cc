@@ -103,15 +103,46 @@ bool ProfileSignsPods(const Profile& profile, const FeatureGates& gates, bool un
   return !ResourcePluginsRefuse(plugins, gates);
 }
 
-std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile, const FeatureGates& gates) {
+PodSigner::PodSigner(const Profile& profile, const FeatureGates& gates) {
   const std::vector<std::string> plugins = profile.AllPlugins();
-  if (Has(plugins, "PodTopologySpread") && !pod.topology_spread_constraints.empty()) return std::nullopt;
-  const bool ipa = Has(plugins, "InterPodAffinity");
-  if (ipa && pod.affinity && (pod.affinity->pod_affinity || pod.affinity->pod_anti_affinity)) return std::nullopt;
-  if (!pod.resource_claims.empty()) return std::nullopt;  // DynamicResources refuses claims
-  if (ResourcePluginsRefuse(plugins, gates)) return std::nullopt;
+  spread_ = Has(plugins, "PodTopologySpread");
+  inter_pod_affinity_ = Has(plugins, "InterPodAffinity");
+  refuses_ = ResourcePluginsRefuse(plugins, gates);
+  node_name_ = Has(plugins, "NodeName");
+  tolerations_ = Has(plugins, "TaintToleration") || Has(plugins, "NodeUnschedulable");
+  node_affinity_ = Has(plugins, "NodeAffinity");
+  host_ports_ = Has(plugins, "NodePorts");
+  resources_ = Has(plugins, "NodeResourcesFit") || Has(plugins, "NodeResourcesBalancedAllocation");
+  volumes_ = Has(plugins, "VolumeBinding") || Has(plugins, "VolumeRestrictions") || Has(plugins, "NodeVolumeLimits") ||
+             Has(plugins, "VolumeZone");
+  labels_ = inter_pod_affinity_ && !profile.args.inter_pod_affinity.ignore_preferred_terms_of_existing_pods;
+  images_ = Has(plugins, "ImageLocality");
+  pod_level_resources_ = gates.Enabled("PodLevelResources");
+}
 
+std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile, const FeatureGates& gates) {
+  return PodSigner(profile, gates).Sign(pod);
+}
+
+std::optional<std::string> PodSigner::Sign(const Pod& pod) const {
   Encoder e;
+  if (!Encode(pod, e)) return std::nullopt;
+  return e.Take();
+}
+
+bool PodSigner::Matches(const Pod& pod, const std::string& signature) const {
+  Encoder e(&signature);
+  return Encode(pod, e) && e.Matches();
+}
+
+bool PodSigner::Encode(const Pod& pod, Encoder& e) const {
+  if (spread_ && !pod.topology_spread_constraints.empty()) return false;
+  if (inter_pod_affinity_ && pod.affinity && (pod.affinity->pod_affinity || pod.affinity->pod_anti_affinity)) {
+    return false;
+  }
+  if (!pod.resource_claims.empty()) return false;  // DynamicResources refuses claims
+  if (refuses_) return false;
+
   e.Str(pod.scheduler_name);
   auto fragment = [&](bool present, const char* key, const auto& encode) {
     e.Bool(present);
@@ -119,8 +150,8 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
     e.Str(key);
     encode();
   };
-  fragment(Has(plugins, "NodeName"), "NodeName", [&] { e.Str(pod.node_name); });
-  fragment(Has(plugins, "TaintToleration") || Has(plugins, "NodeUnschedulable"), "Tolerations", [&] {
+  fragment(node_name_, "NodeName", [&] { e.Str(pod.node_name); });
+  fragment(tolerations_, "Tolerations", [&] {
     SortedList(e, pod.tolerations, [](Encoder& one, const Toleration& t) {
       one.Str(t.key);
       one.Str(t.value);
@@ -129,7 +160,7 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
       one.Opt(t.toleration_seconds, [&](int64_t v) { one.I64(v); });
     });
   });
-  fragment(Has(plugins, "NodeAffinity"), "NodeAffinity", [&] {
+  fragment(node_affinity_, "NodeAffinity", [&] {
     const NodeAffinity* na = pod.affinity && pod.affinity->node_affinity ? &*pod.affinity->node_affinity : nullptr;
     e.Bool(na != nullptr);
     if (na) {
@@ -142,7 +173,7 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
     }
     e.StrMap(pod.node_selector);
   });
-  fragment(Has(plugins, "NodePorts"), "HostPorts", [&] {
+  fragment(host_ports_, "HostPorts", [&] {
     std::vector<int64_t> ports;  // the non-zero host ports, sorted, each once
     for (const auto* list : {&pod.containers, &pod.init_containers}) {
       for (const Container& c : *list) {
@@ -155,8 +186,8 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
     ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
     e.List(ports, [&](int64_t p) { e.I64(p); });
   });
-  fragment(Has(plugins, "NodeResourcesFit") || Has(plugins, "NodeResourcesBalancedAllocation"), "Resources", [&] {
-    const Resource r = Resource::From(PodRequests(pod, nullptr, gates.Enabled("PodLevelResources")), false);
+  fragment(resources_, "Resources", [&] {
+    const Resource r = Resource::From(PodRequests(pod, nullptr, pod_level_resources_), false);
     e.I64(r.milli_cpu);
     e.I64(r.memory);
     e.I64(r.ephemeral_storage);
@@ -166,9 +197,7 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
       e.I64(v);
     }
   });
-  fragment(Has(plugins, "VolumeBinding") || Has(plugins, "VolumeRestrictions") || Has(plugins, "NodeVolumeLimits") ||
-               Has(plugins, "VolumeZone"),
-           "Volumes", [&] {
+  fragment(volumes_, "Volumes", [&] {
              std::vector<Volume> kept;  // every source but ConfigMaps and Secrets, names dropped
              for (const Volume& v : pod.volumes) {
                if (v.source != "configMap" && v.source != "secret") kept.push_back(v);
@@ -178,9 +207,8 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
                one.Str(v.source_json);
              });
            });
-  fragment(ipa && !profile.args.inter_pod_affinity.ignore_preferred_terms_of_existing_pods, "Labels",
-           [&] { e.StrMap(pod.meta.labels); });
-  fragment(Has(plugins, "ImageLocality"), "ImageNames", [&] {
+  fragment(labels_, "Labels", [&] { e.StrMap(pod.meta.labels); });
+  fragment(images_, "ImageNames", [&] {
     std::vector<std::string> images;
     for (const auto* list : {&pod.containers, &pod.init_containers}) {
       for (const Container& c : *list) images.push_back(NormalizedImage(c.image));
@@ -188,18 +216,16 @@ std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile
     std::sort(images.begin(), images.end());
     e.Strings(images);
   });
-  return e.Take();
+  return true;
 }
 
 // ---- OpportunisticBatch ----
 
-bool OpportunisticBatch::Compatible(int64_t cycle, bool pod_nominated, const std::optional<std::string>& signature,
-                                    bool expired) const {
+bool OpportunisticBatch::Chained(int64_t cycle, bool pod_nominated, bool expired) const {
   if (heap_.empty()) return false;
   if (cycle != last_cycle_ + 1) return false;  // another profile's pod, or a failed cycle, in between
   if (!succeeded_) return false;
   if (pod_nominated) return false;
-  if (!signature || !signature_ || *signature != *signature_) return false;
   return !expired;
 }
 

@@ -425,6 +425,7 @@ class CycleScheduler final : public Scheduler {
                                              p.scheduler_name) != options_.unsigned_profiles.end();
       signs_.push_back(options_.gates.Enabled("OpportunisticBatching") && options_.tie_break == TieBreak::kHeap &&
                        ProfileSignsPods(p, options_.gates, unsigned_plugin));
+      signers_.emplace_back(p, options_.gates);
     }
     opp_.resize(config_.profiles.size());
     return Build(cluster_);
@@ -804,12 +805,15 @@ class CycleScheduler final : public Scheduler {
     // OpportunisticBatching: a hint from the profile's last ranking, asked even when the
     // pod has a nominated node (which then wins).
     OpportunisticBatch* batch = signs_[ev_index] ? &opp_[ev_index] : nullptr;
-    std::optional<std::string> signature;
+    // The pod's signature, taken when a check or a new state needs it (upstream takes it
+    // when the pod is queued; it is the same pod).
+    std::optional<std::optional<std::string>> signature;
+    auto sign = [&]() -> const std::optional<std::string>& {
+      if (!signature) signature = signers_[ev_index].Sign(pod);
+      return *signature;
+    };
     NodeIndex hint = engine::kNoId;
-    if (batch) {
-      signature = BatchSignature(pod, ev->profile(), options_.gates);
-      hint = BatchHint(pod, *ev, *batch, signature);
-    }
+    if (batch) hint = BatchHint(pod, *ev, ev_index, *batch);
 
     // The nominated (else the hinted) node first: when it fits it is taken at once,
     // unscored, and the start index stays. When it does not, its status stays among the
@@ -835,7 +839,7 @@ class CycleScheduler final : public Scheduler {
           out.node = objects().nodes[target].meta.name;
           out.hinted = target == hint;
           Bind(pod, target);
-          if (batch) batch->Store(cycle_, signature, hint, target, nullptr, {});
+          if (batch) batch->Store(cycle_, std::nullopt, hint, target, nullptr, {});  // no ranking to keep
           return out;
         }
         fast_failed = target;
@@ -967,7 +971,10 @@ class CycleScheduler final : public Scheduler {
     NodeIndex host_node = feasible[chosen];
     out.node = objects().nodes[host_node].meta.name;
     Bind(pod, host_node);
-    if (batch) batch->Store(cycle_, signature, hint, host_node, feasible.size() > 1 ? &rest : nullptr, skipped);
+    if (batch) {
+      const bool ranked = feasible.size() > 1 && host_node != hint;  // a new state, if the pod signs
+      batch->Store(cycle_, ranked ? sign() : std::nullopt, hint, host_node, ranked ? &rest : nullptr, skipped);
+    }
     return out;
   }
 
@@ -990,8 +997,7 @@ class CycleScheduler final : public Scheduler {
 
   // GetNodeHint: the head of the profile's ranking when the pod may take it, after the last
   // chosen node is filtered for it and, still feasible, scored again and ranked anew.
-  NodeIndex BatchHint(const Pod& pod, Evaluator& ev, OpportunisticBatch& batch,
-                      const std::optional<std::string>& signature) {
+  NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch) {
     const bool expired = expired_cycle_ == cycle_ ||
                          (options_.batch_max_age > 0 && cycle_ - batch.created() > options_.batch_max_age);
     // Any failed check drops the state (upstream's newest batch.go).
@@ -999,7 +1005,10 @@ class CycleScheduler final : public Scheduler {
       batch.Drop();
       return engine::kNoId;
     };
-    if (!batch.Compatible(cycle_, !pod.nominated_node_name.empty(), signature, expired)) return none();
+    if (!batch.Chained(cycle_, !pod.nominated_node_name.empty(), expired) || !batch.signature() ||
+        !signers_[ev_index].Matches(pod, *batch.signature())) {
+      return none();
+    }
     const NodeIndex last = batch.last_chosen();
     if (!LiveRow(last)) return none();
     std::string plugin;
@@ -1751,6 +1760,7 @@ class CycleScheduler final : public Scheduler {
   std::set<std::string> terminating_;     // victims whose deletion is pending
   // OpportunisticBatching, per profile: whether it signs pods, and its batch state.
   std::vector<bool> signs_;
+  std::vector<PodSigner> signers_;
   std::vector<OpportunisticBatch> opp_;
   int64_t cycle_ = 0;          // scheduling cycles so far, every profile's
   bool expire_batch_ = false;  // ExpireBatchState, for the next cycle

@@ -130,6 +130,13 @@ TEST(OpportunisticBatchTest, SignaturesTakeWhatPluginsReadAndRefuseSpreadAndAffi
   t1.tolerations = {Toleration{"k1", "Equal", "v", "NoSchedule", {}}, Toleration{"k2", "Exists", "", "", {}}};
   t2.tolerations = {t1.tolerations[1], t1.tolerations[0]};
   EXPECT_EQ(BatchSignature(t1, profile, gates), BatchSignature(t2, profile, gates));
+  // Matches decides Sign(pod) == signature without building it.
+  const PodSigner signer(profile, gates);
+  EXPECT_TRUE(signer.Matches(t2, *signer.Sign(t1)));
+  EXPECT_TRUE(signer.Matches(a, *signer.Sign(HostPortPod("c"))));
+  EXPECT_FALSE(signer.Matches(b, *signer.Sign(a)));   // labels differ
+  EXPECT_FALSE(signer.Matches(t1, *signer.Sign(a)));  // tolerations differ
+  EXPECT_FALSE(signer.Matches(spread, *signer.Sign(a)));  // unsignable
 }
 
 // 200 equal nodes, one host-port pod per node: numFeasibleNodesToFind is 100, so the first

@@ -69,13 +69,34 @@ bool ProfileSignsPods(const Profile& profile, const FeatureGates& gates, bool un
  *  of it, as upstream's is not. */
 std::optional<std::string> BatchSignature(const Pod& pod, const Profile& profile, const FeatureGates& gates);
 
+class Encoder;  // src/cycle/pod_encoder.h
+
+/** BatchSignature for one profile, with what it asks of the profile worked out once. */
+class PodSigner {
+ public:
+  PodSigner(const Profile& profile, const FeatureGates& gates);
+  std::optional<std::string> Sign(const Pod& pod) const;
+  /** Sign(pod) == signature, decided without building the signature. */
+  bool Matches(const Pod& pod, const std::string& signature) const;
+
+ private:
+  bool Encode(const Pod& pod, Encoder& e) const;  // false: unsignable
+
+  bool spread_ = false, inter_pod_affinity_ = false, refuses_ = false;
+  bool node_name_ = false, tolerations_ = false, node_affinity_ = false, host_ports_ = false, resources_ = false,
+       volumes_ = false, labels_ = false, images_ = false;
+  bool pod_level_resources_ = false;
+};
+
 /** One profile's batch state (upstream's OpportunisticBatch). */
 class OpportunisticBatch {
  public:
-  /** The hint checks before the last chosen node is filtered: a state with nodes left, this
-   *  is the cycle right after the profile's last success, the pod has no nominated node,
-   *  it signs and equal to the state, and the state has not expired. */
-  bool Compatible(int64_t cycle, bool pod_nominated, const std::optional<std::string>& signature, bool expired) const;
+  /** The hint checks before the signature's: a state with nodes left, this is the cycle
+   *  right after the profile's last success, the pod has no nominated node, the state has
+   *  not expired. */
+  bool Chained(int64_t cycle, bool pod_nominated, bool expired) const;
+  /** The signature of the pod that ranked the state's nodes (none: no state). */
+  const std::optional<std::string>& signature() const { return signature_; }
   /** The node the profile's last successful cycle chose (-1 when none or it left). */
   int32_t last_chosen() const { return last_chosen_; }
   /** The cycle that stored the state (its age is counted from there). */
@@ -86,7 +107,8 @@ class OpportunisticBatch {
   /** After a successful cycle `cycle` that chose `chosen` (`hinted`: the hint it was given,
    *  -1 when none): the chain goes on; a hint taken keeps the state; otherwise the state
    *  becomes `rest` (the cycle's heap after popping `chosen`; null when it scored nothing)
-   *  when the pod signed and `rest` has nodes, else it empties. */
+   *  when the pod signed and `rest` has nodes, else it empties (so `signature` is read only
+   *  when `rest` has nodes and the hint was not taken). */
   void Store(int64_t cycle, const std::optional<std::string>& signature, int32_t hinted, int32_t chosen,
              ScoreHeap* rest, const std::vector<bool>& skipped);
   /** Empties the state after a failed hint check (the chain's last cycle stays). */
