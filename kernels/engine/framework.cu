@@ -1,5 +1,6 @@
 // The per-pod framework, compiled once per backend.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -671,7 +672,10 @@ class BackendFramework final : public engine::Framework {
     out->normalized = out->raw;
     out->total.assign(count, 0);
     out->pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
-    if (!RunPreScore(feasible, out) || count == 0) return;  // nothing to score or copy
+    const auto pre_score_start = std::chrono::steady_clock::now();
+    const bool pre_scored = RunPreScore(feasible, out);
+    out->pre_score_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pre_score_start).count();
+    if (!pre_scored || count == 0) return;  // nothing to score or copy
     Upload(feasible, &nodes_);
     scores_.resize(count);
     int64_t* total = Scratch(&total_, count);

@@ -101,7 +101,9 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   int64_t heap0 = HeapBytesInUse();
   int64_t dev0 = DeviceBytesInUse(backend);
   auto setup = Clock::now();
-  KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(cluster, config, options));
+  cycle::Options timed = options;
+  timed.time_extension_points = true;  // scheduler_framework_extension_point_duration_seconds
+  KPLACE_ASSIGN_OR_RETURN(auto scheduler, cycle::Scheduler::Create(cluster, config, timed));
   stats->setup_seconds = Seconds(Clock::now() - setup);
   int64_t heap1 = HeapBytesInUse();
   stats->state_bytes = heap1 - heap0;
@@ -138,6 +140,13 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
       auto [h, fresh] = stats->attempt_seconds.try_emplace(result);
       if (fresh) h->second = Histogram::Exponential(0.001, 2, 15);
       h->second.Observe(Seconds(t1 - t0));
+      for (int k = 0; k < cycle::kNumTimedPoints; ++k) {
+        const auto point = static_cast<cycle::TimedPoint>(k);
+        if (!p.times.Ran(point)) continue;
+        auto [e, first] = stats->extension_point_seconds.try_emplace(cycle::kTimedPointNames[k]);
+        if (first) e->second = Histogram::Exponential(0.0001, 2, 12);
+        e->second.Observe(p.times.seconds[k]);
+      }
     }
     if (bench.progress && Seconds(t1 - last_report) > bench.progress_interval_seconds) {
       bench.progress(stats->side, std::min(tried, total), total);
@@ -613,6 +622,13 @@ nlohmann::json DataItems(const std::vector<BenchResult>& results) {
         histogram(it->second, "scheduler_scheduling_attempt_duration_seconds", a);
       }
       histogram(s->sli_seconds, "scheduler_pod_scheduling_sli_duration_seconds", labels);
+      for (const char* point : cycle::kTimedPointNames) {
+        auto it = s->extension_point_seconds.find(point);
+        if (it == s->extension_point_seconds.end()) continue;
+        json e = labels;
+        e["extension_point"] = point;
+        histogram(it->second, "scheduler_framework_extension_point_duration_seconds", e);
+      }
     }
   }
   // dataItems2JSONFile: a label any item has is "not applicable" on the items without it.

@@ -99,7 +99,7 @@ BatchCycle::BatchCycle(engine::Framework* framework, const std::vector<int32_t>*
     : fw_(framework), order_(order), max_batch_(std::max(1, max_batch)) {}
 
 BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break,
-                                          std::mt19937_64* rng, int32_t* next_start) {
+                                          std::mt19937_64* rng, int32_t* next_start, PointTimes* times) {
   Decision out;
   const int32_t n = static_cast<int32_t>(order_->size());
   if (run_pods_ == 0 || run_pods_ >= max_batch_ || !HasSchedulingSignature(pod, signature_)) {
@@ -121,7 +121,9 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   ++stats_.pods;
   if (local_only_) ++stats_.local_only;
 
+  std::optional<PointTimer> pre_filter_timer(std::in_place, times, kTimedPreFilter);
   const engine::PreFilterResult& pre = fw_->PreFilterRun(pod);
+  pre_filter_timer.reset();
   if (pre.status.code == Code::kError) {
     out.code = Code::kError;
     out.message = pre.status.Message();
@@ -156,10 +158,13 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   // ends the cycle there, as in the per-pod scan. A local-only run's scan is the
   // framework's own pass over the verdicts it keeps.
   engine::Scan& scan = scan_;
-  if (local_only_) {
-    fw_->ScanLocal(pre, cand, pos, k, &scan);
-  } else {
-    ScanChunks(pre, cand, pos, k, &scan);
+  {
+    const PointTimer timer(times, kTimedFilter);
+    if (local_only_) {
+      fw_->ScanLocal(pre, cand, pos, k, &scan);
+    } else {
+      ScanChunks(pre, cand, pos, k, &scan);
+    }
   }
   if (scan.error) {
     out.code = Code::kError;
@@ -196,7 +201,10 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   if (feasible.size() > 1) {
     // Totals from the scan when it scored the window, else from ScoreRun.
     if (!scan.scored && has_score) {
-      fw_->ScoreRun(feasible, &scores_);
+      {
+        const PointTimer timer(times, kTimedScore);
+        fw_->ScoreRun(feasible, &scores_);
+      }
       if (scores_.status.code == Code::kError) {
         out.code = Code::kError;
         out.message = scores_.status.Message();

@@ -1,6 +1,7 @@
 #include "kplace/cycle/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <numeric>
@@ -47,6 +48,7 @@ class Evaluator {
     std::vector<int64_t> total;
     std::vector<bool> skipped;
     std::vector<std::vector<int64_t>> raw, normalized;  // [plugin][k]
+    double pre_score_seconds = 0;  // of the call's time, PreScore's
   };
 
   virtual ~Evaluator() = default;
@@ -141,10 +143,11 @@ class EngineEvaluator final : public Evaluator {
   ScoreOutcome Score(const std::vector<NodeIndex>& feasible, bool per_plugin) override {
     if (!per_plugin) {
       fw_->ScoreTotals(feasible, &totals_);
-      return ScoreOutcome{totals_.status, totals_.total, totals_.skipped, {}, {}};
+      return ScoreOutcome{totals_.status, totals_.total, totals_.skipped, {}, {}, totals_.pre_score_seconds};
     }
     engine::ScoreResult r = fw_->Score(feasible);
-    return ScoreOutcome{r.status, std::move(r.total), std::move(r.skipped), std::move(r.raw), std::move(r.normalized)};
+    return ScoreOutcome{r.status,           std::move(r.total),      std::move(r.skipped),
+                        std::move(r.raw),   std::move(r.normalized), r.pre_score_seconds};
   }
 
   ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) override {
@@ -304,6 +307,7 @@ class ReferenceEvaluator final : public Evaluator {
     std::vector<const reference::NodeInfo*> nodes;
     for (NodeIndex i : feasible) nodes.push_back(&state_->nodes[i]);
     std::set<std::string> skipped;
+    const auto pre_score_start = std::chrono::steady_clock::now();
     for (const std::string& name : profile_.pre_score) {
       PluginStatus s = plugins_[name]->PreScore(cycle_, *pod_, nodes, *state_);
       if (s.IsSkip()) {
@@ -313,6 +317,7 @@ class ReferenceEvaluator final : public Evaluator {
         return out;
       }
     }
+    out.pre_score_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pre_score_start).count();
     out.total.assign(feasible.size(), 0);
     for (const WeightedPlugin& w : profile_.score) {
       bool skip = skipped.count(w.name) > 0;
@@ -775,8 +780,13 @@ class CycleScheduler final : public Scheduler {
       out.explanation = explain;
     }
 
+    PointTimes* times = options_.time_extension_points ? &out.times : nullptr;
     NodeToStatus statuses;
-    Evaluator::PreFilterOutcome pre = ev->PreFilter(pod);
+    Evaluator::PreFilterOutcome pre;
+    {
+      const PointTimer timer(times, kTimedPreFilter);
+      pre = ev->PreFilter(pod);
+    }
     if (pre.status.code == Code::kError) {
       out.code = Code::kError;
       out.message = pre.status.Message();
@@ -787,7 +797,7 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, pre.status.Message(), {});
       out.unschedulable_plugins = SortedUnique(pre.rejectors);
       statuses.absent = pre.status;
-      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return TimedPostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
 
     // A node's status for this pod: nominated pods that count there make the reference
@@ -818,6 +828,8 @@ class CycleScheduler final : public Scheduler {
     // The nominated (else the hinted) node first: when it fits it is taken at once,
     // unscored, and the start index stays. When it does not, its status stays among the
     // cycle's (it counts in the start index's advance unless the scan rejects it again).
+    std::optional<PointTimer> filter_timer;  // the fast path and the scan
+    filter_timer.emplace(times, kTimedFilter);
     NodeIndex fast_failed = engine::kNoId;
     PluginStatus fast_status;
     std::string fast_plugin;
@@ -838,7 +850,11 @@ class CycleScheduler final : public Scheduler {
           out.feasible = 1;
           out.node = objects().nodes[target].meta.name;
           out.hinted = target == hint;
-          Bind(pod, target);
+          filter_timer.reset();
+          {
+            const PointTimer timer(times, kTimedReserve);
+            Bind(pod, target);
+          }
           if (batch) batch->Store(cycle_, std::nullopt, hint, target, nullptr, {});  // no ranking to keep
           return out;
         }
@@ -913,6 +929,7 @@ class CycleScheduler final : public Scheduler {
         explain->nodes.push_back(std::move(ne));
       }
     }
+    filter_timer.reset();
     // The fast path's node, when the scan did not reject it too, is one more status.
     const bool fast_extra =
         fast_failed != engine::kNoId && std::find(rejected.begin(), rejected.end(), fast_failed) == rejected.end();
@@ -941,7 +958,7 @@ class CycleScheduler final : public Scheduler {
       // Nodes rejected alike share their verdict's status (VerdictKey: equal statuses).
       for (Verdicts& e : verdicts) statuses.Add(std::move(e.status));
       for (size_t j = 0; j < rejected.size(); ++j) statuses.Set(rejected[j], verdict_of[j]);
-      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return TimedPostFilter(pod, ev, ev_index, statuses, std::move(out));
     }
     size_t chosen = 0;
     ScoreHeap rest;  // with a batch: the ranking without the chosen node
@@ -949,7 +966,14 @@ class CycleScheduler final : public Scheduler {
     if (feasible.size() > 1) {
       Evaluator::ScoreOutcome scores;
       if (has_score) {
-        scores = ev->Score(feasible, explain != nullptr || batch != nullptr);
+        {
+          const PointTimer timer(times, kTimedScore);
+          scores = ev->Score(feasible, explain != nullptr || batch != nullptr);
+        }
+        if (times) {  // Score's call ran PreScore first
+          times->seconds[kTimedScore] -= scores.pre_score_seconds;
+          times->Add(kTimedPreScore, scores.pre_score_seconds);
+        }
         if (scores.status.code == Code::kError) {
           out.code = Code::kError;
           out.message = scores.status.Message();
@@ -970,7 +994,10 @@ class CycleScheduler final : public Scheduler {
     }
     NodeIndex host_node = feasible[chosen];
     out.node = objects().nodes[host_node].meta.name;
-    Bind(pod, host_node);
+    {
+      const PointTimer timer(times, kTimedReserve);
+      Bind(pod, host_node);
+    }
     if (batch) {
       const bool ranked = feasible.size() > 1 && host_node != hint;  // a new state, if the pod signs
       batch->Store(cycle_, ranked ? sign() : std::nullopt, hint, host_node, ranked ? &rest : nullptr, skipped);
@@ -1038,6 +1065,22 @@ class CycleScheduler final : public Scheduler {
   // A row that holds a node now (not one that left).
   bool LiveRow(NodeIndex i) const {
     return i >= 0 && static_cast<size_t>(i) < objects().nodes.size() && removed_rows_.count(i) == 0;
+  }
+
+  // PostFilter, timed when the profile has PostFilter plugins (upstream observes it then only).
+  Placement TimedPostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses,
+                            Placement out) {
+    if (!options_.time_extension_points || ev->profile().post_filter.empty()) {
+      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+    }
+    PointTimes spent;
+    Placement result;
+    {
+      const PointTimer timer(&spent, kTimedPostFilter);
+      result = PostFilter(pod, ev, ev_index, statuses, std::move(out));
+    }
+    result.times.Add(kTimedPostFilter, spent.seconds[kTimedPostFilter]);
+    return result;
   }
 
   // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
@@ -1695,8 +1738,8 @@ class CycleScheduler final : public Scheduler {
 
   Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out) {
     const int32_t percentage = profile.percentage_of_nodes_to_score.value_or(config_.percentage_of_nodes_to_score);
-    BatchCycle::Decision d =
-        batch.Schedule(pod, percentage, options_.tie_break, &rng_, &next_start_);
+    BatchCycle::Decision d = batch.Schedule(pod, percentage, options_.tie_break, &rng_, &next_start_,
+                                            options_.time_extension_points ? &out.times : nullptr);
     out.code = d.code;
     out.message = std::move(d.message);
     out.feasible = d.feasible;
@@ -1704,7 +1747,10 @@ class CycleScheduler final : public Scheduler {
     out.unschedulable_plugins = std::move(d.unschedulable_plugins);
     if (d.host >= 0) {
       out.node = objects().nodes[d.host].meta.name;
-      Bind(pod, d.host);
+      {
+        const PointTimer timer(options_.time_extension_points ? &out.times : nullptr, kTimedReserve);
+        Bind(pod, d.host);
+      }
       for (auto& other : batches_) {
         if (other.get() != &batch) other->NoteOtherBind();
       }

@@ -344,6 +344,7 @@ TEST(WorkloadTest, JsonHasSchedulerPerfShape) {
   EXPECT_EQ(doc["version"], "v1");
   ASSERT_TRUE(doc["dataItems"].is_array());
   int throughput = 0, attempts = 0, sli = 0;
+  std::map<std::string, std::set<std::string>> points;  // backend -> extension points reported
   for (const auto& item : doc["dataItems"]) {
     ASSERT_TRUE(item.contains("data") && item.contains("unit") && item.contains("labels"));
     const auto& labels = item["labels"];
@@ -353,6 +354,13 @@ TEST(WorkloadTest, JsonHasSchedulerPerfShape) {
     // Every item carries the same label keys; the ones that do not apply say so.
     for (const char* k : {"Metric", "Name", "backend", "extension_point", "result"}) EXPECT_TRUE(labels.contains(k)) << k;
     EXPECT_EQ(labels.size(), 5u) << labels.dump();
+    if (labels["Metric"] == "scheduler_framework_extension_point_duration_seconds") {
+      points[labels["backend"]].insert(labels["extension_point"].get<std::string>());
+      EXPECT_EQ(labels["result"], "not applicable");
+      EXPECT_EQ(item["unit"], "ms");
+      EXPECT_GT(item["data"]["Average"].get<double>(), 0);
+      continue;
+    }
     EXPECT_EQ(labels["extension_point"], "not applicable");
     if (labels["Metric"] == "scheduler_scheduling_attempt_duration_seconds" ||
         labels["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds") {
@@ -382,6 +390,13 @@ TEST(WorkloadTest, JsonHasSchedulerPerfShape) {
   EXPECT_EQ(throughput, 2);  // engine and reference
   EXPECT_EQ(attempts, 2);    // every attempt placed its pod: result "scheduled" only
   EXPECT_EQ(sli, 2);
+  // Every cycle ran PreFilter, Filter, Score and Reserve; the reference (per pod) reports
+  // PreScore on its own, the batched engine within Score; nothing failed, so no PostFilter.
+  const std::set<std::string> batched = {"PreFilter", "Filter", "Score", "Reserve"};
+  std::set<std::string> per_pod = batched;
+  per_pod.insert("PreScore");
+  EXPECT_EQ(points["reference"], per_pod);
+  EXPECT_TRUE(points["omp"] == batched || points["omp"] == per_pod) << points["omp"].size();
   std::remove(path.c_str());
 }
 

@@ -62,9 +62,10 @@ class BatchCycle {
    *  advancing `*next_start` exactly as it does. A pod whose scheduling signature differs
    *  from the run's starts a new run. Does not bind: the caller records the pod on `host`
    *  through Framework::Bind of every profile, which is how each run learns which node
-   *  changed. */
+   *  changed. With `times`, each extension point's seconds are added there (PreScore within
+   *  Score). */
   Decision Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break, std::mt19937_64* rng,
-                    int32_t* next_start);
+                    int32_t* next_start, PointTimes* times = nullptr);
   /** A pod this cycle did not schedule (another profile's) was bound: a local-only run
    *  (Framework::LocalOnlyRun) is asked again at its next pod. */
   void NoteOtherBind() {

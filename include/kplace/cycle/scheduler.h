@@ -2,6 +2,8 @@
 // The host-side scheduling cycle: queue order, profiles, zone round-robin node order with
 // a moving start index, numFeasibleNodesToFind, scoring, tie-breaking and binding, on the
 // engine (a backend) or on the scalar reference.
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -26,6 +28,26 @@ enum class TieBreak { kHeap, kRandom };
 /** Options::batch by default: the most consecutive pods that share one batched run. */
 constexpr int32_t kDefaultBatch = 10000;
 
+/** The extension points a cycle times (Options::time_extension_points), as kube-scheduler's
+ *  scheduler_framework_extension_point_duration_seconds names them. Reserve is the bind
+ *  into the scheduler's state (upstream: assume, then the Reserve plugins); the binding
+ *  cycle (Permit, PreBind, Bind: API calls) is not modelled. */
+enum TimedPoint : uint8_t { kTimedPreFilter, kTimedFilter, kTimedPostFilter, kTimedPreScore, kTimedScore, kTimedReserve,
+                            kNumTimedPoints };
+inline constexpr const char* kTimedPointNames[kNumTimedPoints] = {"PreFilter", "Filter", "PostFilter",
+                                                                   "PreScore",  "Score",  "Reserve"};
+
+/** Seconds spent per extension point in one cycle; `ran` has bit p when point p ran. */
+struct PointTimes {
+  std::array<double, kNumTimedPoints> seconds{};
+  uint8_t ran = 0;
+  void Add(TimedPoint p, double s) {
+    seconds[p] += s;
+    ran |= static_cast<uint8_t>(1u << p);
+  }
+  bool Ran(TimedPoint p) const { return (ran >> p) & 1u; }
+};
+
 struct Options {
   bool reference = false;  // the scalar reference instead of the engine
   engine::Backend backend = engine::Backend::kOmp;
@@ -48,6 +70,9 @@ struct Options {
   /** Profiles (by schedulerName) holding a plugin that does not sign pods, so that
    *  OpportunisticBatching never batches for them (conformance stand-ins). */
   std::vector<std::string> unsigned_profiles;
+  /** Time each cycle's extension points into Placement::times (`kplace bench`'s histogram).
+   *  The batched path times PreScore within Score (its ScoreRun does both). */
+  bool time_extension_points = false;
 };
 
 /** How a batched scheduler's pods went (Scheduler::batch_stats). */
@@ -109,10 +134,30 @@ struct Placement {
   bool gated = false;
   /** Placed on the node OpportunisticBatching hinted, without a filter pass or scores. */
   bool hinted = false;
+  /** With Options::time_extension_points: this cycle's seconds per extension point. */
+  PointTimes times;
   /** After a failed cycle, the plugins that rejected the pod at PreFilter or on some node
    *  (upstream's UnschedulablePlugins and PendingPlugins), sorted: the plugins whose
    *  queueing hints decide which cluster events retry it. */
   std::vector<std::string> unschedulable_plugins;
+};
+
+/** Adds the seconds from its creation to its end to `times` at `point` (when `times`). */
+class PointTimer {
+ public:
+  PointTimer(PointTimes* times, TimedPoint point) : times_(times), point_(point) {
+    if (times_) start_ = std::chrono::steady_clock::now();
+  }
+  ~PointTimer() {
+    if (times_) times_->Add(point_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  PointTimer(const PointTimer&) = delete;
+  PointTimer& operator=(const PointTimer&) = delete;
+
+ private:
+  PointTimes* times_;
+  TimedPoint point_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 class Scheduler {

@@ -58,6 +58,7 @@ struct ScoreResult {
   /** Per PreScore plugin (profile().pre_score order): its own status, unwrapped. Plugins
    *  after one that failed did not run and stay Success. */
   std::vector<PluginStatus> pre_score_status;
+  double pre_score_seconds = 0;  // Score/ScoreTotals: the time PreScore took
 };
 
 /** Nodes the Filter plugins rejected in one scan, per distinct (plugin, code). */
