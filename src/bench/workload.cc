@@ -1002,21 +1002,14 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path) {
       return DecodeWorkloadSpec(docs[0], file);
     }
   }
-  std::string text;
-  {
-    FILE* f = std::fopen(name_or_path.c_str(), "rb");
-    if (!f) {
-      std::string names;
-      for (const auto& n : BuiltinWorkloads()) names += (names.empty() ? "" : ", ") + n;
-      return absl::NotFoundError(StrCat("workload \"", name_or_path, "\" is neither a built-in (", names,
-                                        ") nor a readable file"));
-    }
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
+  absl::StatusOr<std::string> text = ReadFileText(name_or_path);
+  if (!text.ok()) {
+    std::string names;
+    for (const auto& n : BuiltinWorkloads()) names += (names.empty() ? "" : ", ") + n;
+    return absl::NotFoundError(StrCat("workload \"", name_or_path, "\" is neither a built-in (", names,
+                                      ") nor a readable file"));
   }
-  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, name_or_path));
+  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(*text, name_or_path));
   if (docs.size() != 1) return Bad(name_or_path, "workload", "expected one document");
   if (IsPerfConfig(docs[0])) {  // scheduler_perf's format: fine when it holds one workload
     KPLACE_ASSIGN_OR_RETURN(std::vector<Workload> all, DecodePerfConfig(docs[0], name_or_path));
