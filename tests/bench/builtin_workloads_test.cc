@@ -74,10 +74,13 @@ absl::StatusOr<Workload> LoadNew(const std::string& name) {
 
 // Where the kplace-format files named a namespace otherwise than upstream's ops do (the
 // performance-config files follow upstream): the measured createPods op's namespace-<op
-// index> missed a deletePods (and barrier) op before it, and churn ran in kplace's default
-// namespace "churn" rather than namespace-<the churn op's index>.
+// index> missed a deletePods (and barrier) op before it, or was "default" where upstream's
+// op has no namespace, and churn ran in kplace's default namespace "churn" rather than
+// namespace-<the churn op's index>.
 const std::map<std::string, std::map<std::string, std::string>>& NamespaceFixes() {
   static const std::map<std::string, std::map<std::string, std::string>> fixes = {
+      {"HostPortConflict", {{"default", "namespace-1"}}},
+      {"ResourceSaturation", {{"default", "namespace-1"}}},
       {"SchedulingDeletedPodsWithFinalizers", {{"namespace-2", "namespace-3"}}},
       {"SchedulingWhileGated", {{"namespace-4", "namespace-5"}}},
       {"SchedulingWithMixedChurn", {{"churn", "namespace-1"}}},
