@@ -1,6 +1,7 @@
 // The built-in workloads, written in scheduler_perf's performance-config format
-// (bench/scheduler_perf/), against the kplace-format files they replace: for every workload
-// and every variant, the same variants, cluster, pods, churn, deletions and settings.
+// (bench/scheduler_perf/), against the kplace-format files they replaced (kept in
+// testdata/kplace_format/ for this test): for every workload and every variant, the same
+// variants, cluster, pods, churn, deletions and settings.
 #include <dirent.h>
 #include <gtest/gtest.h>
 
@@ -23,7 +24,7 @@ using json = nlohmann::json;
 using testing::ToJson;
 
 const std::string kSource = std::string(KPLACE_SOURCE_DIR) + "/";
-const std::string kOldDir = kSource + "bench/workloads/";  // kplace's own format
+const std::string kOldDir = kSource + "tests/bench/testdata/kplace_format/";
 const std::string kNewDir = kSource + "bench/scheduler_perf/";
 
 std::vector<std::string> ListDir(const std::string& dir) {
@@ -272,7 +273,6 @@ class BuiltinWorkloadsTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(BuiltinWorkloadsTest, PerfConfigDecodesAsTheKplaceFormat) {
   const std::string name = GetParam();
   auto neu = LoadNew(name);
-  if (neu.status().code() == absl::StatusCode::kNotFound) GTEST_SKIP() << name << " is not converted yet";
   ASSERT_TRUE(neu.ok()) << neu.status();
   auto old = LoadWorkload(kOldDir + name + ".yaml");
   ASSERT_TRUE(old.ok()) << old.status();
@@ -293,6 +293,19 @@ TEST_P(BuiltinWorkloadsTest, PerfConfigDecodesAsTheKplaceFormat) {
     DropUpstreamOnlyNamespaces(b, built_a, &built_b);
     EXPECT_EQ(FirstDifference(built_a, built_b), "") << name << "/" << v.name;
   }
+}
+
+// One built-in per kplace-format file and no other: the binary's list, the source tree's test
+// cases and the old files name the same workloads.
+TEST(BuiltinWorkloadsListTest, EveryKplaceFormatFileHasItsTwinAndNoMore) {
+  std::vector<std::string> cases;
+  for (const auto& [path, config] : NewConfigs()) {
+    for (const json& tc : config) cases.push_back(tc.value("name", ""));
+  }
+  std::sort(cases.begin(), cases.end());
+  EXPECT_EQ(cases, OldNames());
+  EXPECT_EQ(BuiltinWorkloads(), OldNames());
+  EXPECT_EQ(OldNames().size(), 30u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Every, BuiltinWorkloadsTest, ::testing::ValuesIn(OldNames()),
