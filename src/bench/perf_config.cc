@@ -94,7 +94,7 @@ class Translator {
   absl::StatusOr<json> PodGroup(const json& o, int64_t op, const std::string& prefix, int64_t unrolled,
                                 int64_t* count, int64_t* signature_batch);
   absl::StatusOr<std::vector<json>> CreateAny(const json& o, int64_t op, std::string* ns);
-  absl::Status Variant(json* variant, std::vector<std::string>* labels) const;
+  absl::Status WorkloadFields(json* variant, std::vector<std::string>* labels) const;
 
   const std::string& file_;
   const json& tc_;
@@ -374,7 +374,7 @@ absl::StatusOr<std::vector<json>> Translator::CreateAny(const json& o, int64_t o
 
 // The workload entry's own fields: threshold, featureGates (the test case's, then the
 // workload's), labels, and kplace.upstream.
-absl::Status Translator::Variant(json* variant, std::vector<std::string>* labels) const {
+absl::Status Translator::WorkloadFields(json* variant, std::vector<std::string>* labels) const {
   if (w_.contains("threshold")) {
     if (!w_["threshold"].is_number()) {
       return Bad(-1, "threshold", "kplace takes one number (thresholds per topic are not modelled)");
@@ -668,7 +668,7 @@ absl::StatusOr<Translated> Translator::Run() {
   if (!init.empty()) out.variant["init"] = init_counts;
   if (!sets.empty()) out.variant["namespaces"] = set_counts;
   if (signature_batch >= 0) out.variant["signatureBatchSize"] = signature_batch;
-  KPLACE_RETURN_IF_ERROR(Variant(&out.variant, &out.labels));
+  KPLACE_RETURN_IF_ERROR(WorkloadFields(&out.variant, &out.labels));
   return out;
 }
 
