@@ -29,12 +29,24 @@ const json& BasePod() {
   return p;
 }
 
-// Ops upstream has that kplace does not run (DRA, createAny, profiling, ...).
+// Ops upstream has that kplace does not run (DRA, profiling, ...).
 const std::set<std::string>& UnmodelledOpcodes() {
-  static const std::set<std::string> s = {"createAny", "updateAny", "allocResourceClaims", "createResourceClaims",
+  static const std::set<std::string> s = {"updateAny", "allocResourceClaims", "createResourceClaims",
                                           "createResourceDriver", "createPodGroups", "waitForPodGroups",
                                           "startCollectingProfile", "stopCollectingProfile"};
   return s;
+}
+
+// The kinds createAny may make, and whether each is namespaced: the objects scheduling reads
+// besides nodes and pods (createNodes and createPods make those). DRA's kinds are left out
+// with the rest of DRA.
+const std::map<std::string, bool>& CreateAnyKinds() {
+  static const std::map<std::string, bool> k = {
+      {"Service", true},          {"ReplicaSet", true},          {"StatefulSet", true},
+      {"ReplicationController", true}, {"PersistentVolumeClaim", true}, {"CSIStorageCapacity", true},
+      {"PodDisruptionBudget", true}, {"PersistentVolume", false},  {"StorageClass", false},
+      {"CSINode", false},         {"CSIDriver", false},          {"PriorityClass", false}};
+  return k;
 }
 
 std::string Dir(const std::string& path) {
@@ -42,25 +54,23 @@ std::string Dir(const std::string& path) {
   return slash == std::string::npos ? "" : path.substr(0, slash + 1);
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return absl::NotFoundError(StrCat(path, ": cannot be read"));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
+// One (test case, workload) pair in kplace's workload document form (kplace/bench/workload.h),
+// before it is decoded: what the test case's ops make, and this workload's variant.
+struct Translated {
+  json doc;      // every field but name, description, default and variants
+  json variant;  // counts, threshold, featureGates, signatureBatchSize, upstream
+  std::vector<std::string> labels;
+  std::string metrics_name;
+};
 
 // One test case's workload being translated: where errors point, and the params.
 class Translator {
  public:
   Translator(const std::string& file, const json& tc, const std::string& tc_name, const json& workload,
-             const std::string& workload_name)
-      : file_(file), tc_(tc), tc_name_(tc_name), w_(workload), w_name_(workload_name) {}
+             const std::string& workload_name, const FileReader& read)
+      : file_(file), tc_(tc), tc_name_(tc_name), w_(workload), w_name_(workload_name), read_(read) {}
 
-  absl::StatusOr<Workload> Run();
+  absl::StatusOr<Translated> Run();
 
  private:
   // "FILE: test case T, workload W: workloadTemplate[i].field: what"
@@ -72,19 +82,26 @@ class Translator {
   }
   absl::Status Known(const json& j, int64_t op, const std::string& prefix, std::initializer_list<const char*> known) const;
   absl::StatusOr<int64_t> Param(int64_t op, const std::string& field, const json& ref);
-  absl::StatusOr<int64_t> CountOf(const json& o, int64_t op, const std::string& prefix, bool required);
-  absl::StatusOr<json> Template(int64_t op, const std::string& field, const json& path);
+  absl::StatusOr<int64_t> CountOf(const json& o, int64_t op, const std::string& prefix, const std::string& key,
+                                  bool required);
+  absl::StatusOr<json> Template(int64_t op, const std::string& field, const json& path, bool keep_namespace = false);
+  absl::StatusOr<json> Templates(int64_t op, const std::string& field, const json& paths);
   absl::StatusOr<std::string> String(const json& o, int64_t op, const std::string& field) const;
   absl::Status Unmodelled(const json& o, int64_t op, const std::string& prefix,
                           std::initializer_list<const char*> fields) const;
+  absl::StatusOr<std::pair<std::string, json>> LabelStrategy(const json& s, int64_t op, const std::string& field) const;
+  absl::StatusOr<json> NodeGroup(const json& o, int64_t op);
   absl::StatusOr<json> PodGroup(const json& o, int64_t op, const std::string& prefix, int64_t unrolled,
-                                int64_t* count);
+                                int64_t* count, int64_t* signature_batch);
+  absl::StatusOr<std::vector<json>> CreateAny(const json& o, int64_t op, std::string* ns);
+  absl::Status WorkloadFields(json* variant, std::vector<std::string>* labels) const;
 
   const std::string& file_;
   const json& tc_;
   const std::string& tc_name_;
   const json& w_;
   const std::string& w_name_;
+  const FileReader& read_;
   std::set<std::string> used_;  // params referenced
 };
 
@@ -131,17 +148,19 @@ absl::StatusOr<int64_t> Translator::Param(int64_t op, const std::string& field, 
   return static_cast<int64_t>(v.get<double>());  // upstream: int(float64)
 }
 
-// count, or countParam (which wins, as upstream's patchParams).
-absl::StatusOr<int64_t> Translator::CountOf(const json& o, int64_t op, const std::string& prefix, bool required) {
-  if (o.contains("countParam")) return Param(op, prefix + "countParam", o["countParam"]);
-  if (o.contains("count")) {
-    const json& c = o["count"];
+// `key`, or `key`Param (which wins, as upstream's patchParams).
+absl::StatusOr<int64_t> Translator::CountOf(const json& o, int64_t op, const std::string& prefix,
+                                            const std::string& key, bool required) {
+  const std::string param = key + "Param";
+  if (o.contains(param)) return Param(op, prefix + param, o[param]);
+  if (o.contains(key)) {
+    const json& c = o[key];
     if (!c.is_number_integer() || c.get<int64_t>() < 0 || c.get<int64_t>() > 10000000) {
-      return Bad(op, prefix + "count", StrCat("expected a count between 0 and 10000000, got ", c.dump()));
+      return Bad(op, prefix + key, StrCat("expected a count between 0 and 10000000, got ", c.dump()));
     }
     return c.get<int64_t>();
   }
-  if (required) return Bad(op, prefix + "count", "missing (give count or countParam)");
+  if (required) return Bad(op, prefix + key, StrCat("missing (give ", key, " or ", param, ")"));
   return 0;
 }
 
@@ -151,40 +170,127 @@ absl::StatusOr<std::string> Translator::String(const json& o, int64_t op, const 
   return o[key].get<std::string>();
 }
 
-// A template file, relative to the config's directory, holding one object.
-absl::StatusOr<json> Translator::Template(int64_t op, const std::string& field, const json& path) {
+// A template file, relative to the config's directory, holding one object. A pod or node
+// template loses its metadata.namespace (the op's namespace wins, as upstream creates it
+// there); per-pod object templates keep theirs ({{.Namespace}}).
+absl::StatusOr<json> Translator::Template(int64_t op, const std::string& field, const json& path, bool keep_namespace) {
   if (!path.is_string() || path.get<std::string>().empty()) return Bad(op, field, "expected a file path");
   std::string p = path.get<std::string>();
   if (p[0] != '/') p = Dir(file_) + p;
-  auto text = ReadText(p);
+  auto text = read_(p);
   if (!text.ok()) return Bad(op, field, StrCat(p, " cannot be read"));
   auto docs = ParseDocuments(*text, p);
   if (!docs.ok()) return Bad(op, field, std::string(docs.status().message()));
   if (docs->size() != 1 || !(*docs)[0].is_object()) return Bad(op, field, StrCat(p, ": expected one object"));
   json t = std::move((*docs)[0]);
-  if (t.contains("metadata") && t["metadata"].is_object() && t["metadata"].contains("namespace")) {
-    t["metadata"].erase("namespace");  // the op's namespace wins, as upstream creates it there
+  if (!keep_namespace && t.contains("metadata") && t["metadata"].is_object() && t["metadata"].contains("namespace")) {
+    t["metadata"].erase("namespace");
   }
   return t;
 }
 
-// createPods (or createPodSets' createPodsOp) as a kplace pod group.
+// kplaceObjectTemplatePaths: a list of template files, each kept whole.
+absl::StatusOr<json> Translator::Templates(int64_t op, const std::string& field, const json& paths) {
+  if (!paths.is_array() || paths.empty()) return Bad(op, field, "expected a non-empty list of template paths");
+  json out = json::array();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    KPLACE_ASSIGN_OR_RETURN(json t, Template(op, StrCat(field, "[", i, "]"), paths[i], true));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// labelNodePrepareStrategy (or one of kplaceLabelNodePrepareStrategies): {labelKey, labelValues}.
+absl::StatusOr<std::pair<std::string, json>> Translator::LabelStrategy(const json& s, int64_t op,
+                                                                       const std::string& field) const {
+  if (!s.is_object()) return Bad(op, field, "expected {labelKey, labelValues}");
+  KPLACE_RETURN_IF_ERROR(Known(s, op, field + ".", {"labelKey", "labelValues"}));
+  if (!s.contains("labelKey")) return Bad(op, field + ".labelKey", "missing");
+  KPLACE_ASSIGN_OR_RETURN(std::string key, String(s, op, field + ".labelKey"));
+  if (!s.contains("labelValues") || !s["labelValues"].is_array() || s["labelValues"].empty()) {
+    return Bad(op, field + ".labelValues", "expected a non-empty list of values");
+  }
+  return std::make_pair(key, s["labelValues"]);
+}
+
+// createNodes as a kplace node group.
+absl::StatusOr<json> Translator::NodeGroup(const json& o, int64_t op) {
+  KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "count", "countParam", "nodeTemplatePath",
+                                           "nodeAllocatableStrategy", "labelNodePrepareStrategy",
+                                           "uniqueNodeLabelStrategy", "templateParams", "kplaceObjectTemplatePaths",
+                                           "kplaceLabelNodePrepareStrategies"}));
+  KPLACE_RETURN_IF_ERROR(Unmodelled(o, op, "", {"nodeAllocatableStrategy", "templateParams"}));
+  json g = json::object();
+  if (o.contains("nodeTemplatePath")) {
+    KPLACE_ASSIGN_OR_RETURN(g["template"], Template(op, "nodeTemplatePath", o["nodeTemplatePath"]));
+  } else {
+    g["template"] = BaseNode();
+  }
+  if (o.contains("labelNodePrepareStrategy") && o.contains("uniqueNodeLabelStrategy")) {
+    return Bad(op, "uniqueNodeLabelStrategy", "at most one node strategy (labelNodePrepareStrategy given too)");
+  }
+  if (o.contains("labelNodePrepareStrategy")) {
+    KPLACE_ASSIGN_OR_RETURN(auto kv, LabelStrategy(o["labelNodePrepareStrategy"], op, "labelNodePrepareStrategy"));
+    g["labels"][kv.first] = kv.second;
+  }
+  if (o.contains("kplaceLabelNodePrepareStrategies")) {
+    // Upstream takes one strategy per op; kplace's own workloads label by more than one key.
+    const json& list = o["kplaceLabelNodePrepareStrategies"];
+    if (!list.is_array() || list.empty()) {
+      return Bad(op, "kplaceLabelNodePrepareStrategies", "expected a non-empty list of {labelKey, labelValues}");
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string f = StrCat("kplaceLabelNodePrepareStrategies[", i, "]");
+      KPLACE_ASSIGN_OR_RETURN(auto kv, LabelStrategy(list[i], op, f));
+      if (g.contains("labels") && g["labels"].contains(kv.first)) {
+        return Bad(op, f + ".labelKey", StrCat(kv.first, " is labelled by another strategy of this op"));
+      }
+      g["labels"][kv.first] = kv.second;
+    }
+  }
+  if (o.contains("uniqueNodeLabelStrategy")) {
+    const json& s = o["uniqueNodeLabelStrategy"];
+    const std::string f = "uniqueNodeLabelStrategy.";
+    if (!s.is_object()) return Bad(op, "uniqueNodeLabelStrategy", "expected {labelKey}");
+    KPLACE_RETURN_IF_ERROR(Known(s, op, f, {"labelKey"}));
+    if (!s.contains("labelKey")) return Bad(op, f + "labelKey", "missing");
+    KPLACE_ASSIGN_OR_RETURN(std::string key, String(s, op, f + "labelKey"));
+    // Upstream gives each node a fresh UUID; any per-node distinct value decides the same.
+    g["template"]["metadata"]["labels"][key] = "{{.Name}}";
+  }
+  if (o.contains("kplaceObjectTemplatePaths")) {
+    KPLACE_ASSIGN_OR_RETURN(g["objects"], Templates(op, "kplaceObjectTemplatePaths", o["kplaceObjectTemplatePaths"]));
+  }
+  return g;
+}
+
+// createPods (or createPodSets' createPodsOp) as a kplace pod group. `signature_batch`: the
+// op's kplaceSignatureBatchSize, -1 when it has none.
 absl::StatusOr<json> Translator::PodGroup(const json& o, int64_t op, const std::string& prefix, int64_t unrolled,
-                                          int64_t* count) {
+                                          int64_t* count, int64_t* signature_batch) {
   KPLACE_RETURN_IF_ERROR(Known(o, op, prefix,
                                {"opcode", "count", "countParam", "countMultiplierParam", "steadyState",
                                 "steadyStateParam", "duration", "durationParam", "collectMetrics", "namespace",
                                 "podTemplatePath", "skipWaitToCompletion", "persistentVolumeTemplatePath",
                                 "persistentVolumeClaimTemplatePath", "templateParams", "signatureBatchSize",
-                                "signatureBatchSizeParam"}));
+                                "signatureBatchSizeParam", "kplaceObjectTemplatePaths", "kplaceHeterogeneous",
+                                "kplaceSignatureBatchSize", "kplaceSignatureBatchSizeParam"}));
   KPLACE_RETURN_IF_ERROR(Unmodelled(o, op, prefix,
                                     {"steadyState", "steadyStateParam", "duration", "durationParam",
                                      "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath",
-                                     "templateParams", "signatureBatchSize", "signatureBatchSizeParam"}));
-  KPLACE_ASSIGN_OR_RETURN(*count, CountOf(o, op, prefix, true));
+                                     "templateParams"}));
+  if (absl::Status s = Unmodelled(o, op, prefix, {"signatureBatchSize", "signatureBatchSizeParam"}); !s.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat(s.message(), "; kplace's model of it is kplaceSignatureBatchSize or kplaceSignatureBatchSizeParam"));
+  }
+  KPLACE_ASSIGN_OR_RETURN(*count, CountOf(o, op, prefix, "count", true));
   if (o.contains("countMultiplierParam")) {
     KPLACE_ASSIGN_OR_RETURN(int64_t m, Param(op, prefix + "countMultiplierParam", o["countMultiplierParam"]));
     *count *= m;
+  }
+  *signature_batch = -1;
+  if (o.contains("kplaceSignatureBatchSize") || o.contains("kplaceSignatureBatchSizeParam")) {
+    KPLACE_ASSIGN_OR_RETURN(*signature_batch, CountOf(o, op, prefix, "kplaceSignatureBatchSize", true));
   }
   json g = json::object();
   if (o.contains("namespace")) {
@@ -202,12 +308,112 @@ absl::StatusOr<json> Translator::PodGroup(const json& o, int64_t op, const std::
   for (const char* b : {"collectMetrics", "skipWaitToCompletion"}) {
     if (o.contains(b) && !o[b].is_boolean()) return Bad(op, prefix + b, "expected true or false");
   }
+  if (o.contains("kplaceObjectTemplatePaths")) {
+    KPLACE_ASSIGN_OR_RETURN(g["objects"], Templates(op, prefix + "kplaceObjectTemplatePaths",
+                                                    o["kplaceObjectTemplatePaths"]));
+  }
+  if (o.contains("kplaceHeterogeneous")) {
+    const json& h = o["kplaceHeterogeneous"];
+    const std::string f = prefix + "kplaceHeterogeneous";
+    if (!h.is_object()) return Bad(op, f, "expected {seed}");
+    KPLACE_RETURN_IF_ERROR(Known(h, op, f + ".", {"seed"}));
+    if (!h.contains("seed") || !h["seed"].is_number_integer() || h["seed"].get<int64_t>() < 0) {
+      return Bad(op, f + ".seed", "expected a non-negative integer");
+    }
+    g["heterogeneous"] = h;
+  }
   return g;
 }
 
-absl::StatusOr<Workload> Translator::Run() {
+// createAny as cluster objects: `count` copies of the template, named by metadata.name or
+// by generateName plus the copy's index (the API server's random suffix, made
+// deterministic); `ns` gets the op's namespace.
+absl::StatusOr<std::vector<json>> Translator::CreateAny(const json& o, int64_t op, std::string* ns) {
+  KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "namespace", "templatePath", "count", "countParam"}));
+  if (!o.contains("templatePath")) return Bad(op, "templatePath", "missing");
+  KPLACE_ASSIGN_OR_RETURN(json t, Template(op, "templatePath", o["templatePath"]));
+  if (t.dump().find("{{") != std::string::npos) {
+    return Bad(op, "templatePath", "template variables in createAny templates are not modelled by kplace");
+  }
+  const std::string kind = t.contains("kind") && t["kind"].is_string() ? t["kind"].get<std::string>() : "";
+  auto k = CreateAnyKinds().find(kind);
+  if (k == CreateAnyKinds().end()) {
+    std::string kinds;
+    for (const auto& [name, namespaced] : CreateAnyKinds()) kinds += (kinds.empty() ? "" : ", ") + name;
+    return Bad(op, "templatePath", StrCat("createAny of ", kind.empty() ? "an object without a kind" : kind,
+                                          " is not modelled by kplace (it makes ", kinds, ")"));
+  }
+  int64_t n = 1;
+  if (o.contains("count") || o.contains("countParam")) {
+    KPLACE_ASSIGN_OR_RETURN(n, CountOf(o, op, "", "count", true));
+  }
+  ns->clear();
+  if (o.contains("namespace")) {
+    KPLACE_ASSIGN_OR_RETURN(*ns, String(o, op, "namespace"));
+  }
+  if (k->second && ns->empty()) return Bad(op, "namespace", StrCat("missing (", kind, " is namespaced)"));
+  if (!k->second && !ns->empty()) return Bad(op, "namespace", StrCat(kind, " is cluster-scoped: leave it out"));
+  const json meta = t.contains("metadata") && t["metadata"].is_object() ? t["metadata"] : json::object();
+  const bool named = meta.contains("name") && meta["name"].is_string();
+  if (!named && !(meta.contains("generateName") && meta["generateName"].is_string())) {
+    return Bad(op, "templatePath", "the object needs metadata.name or metadata.generateName");
+  }
+  if (named && n > 1) return Bad(op, "count", StrCat(n, " objects would share metadata.name ", meta["name"].dump()));
+  std::vector<json> out;
+  for (int64_t i = 0; i < n; ++i) {
+    json obj = t;
+    if (!named) {
+      obj["metadata"]["name"] = StrCat(meta["generateName"].get<std::string>(), i);
+      obj["metadata"].erase("generateName");
+    }
+    if (!ns->empty()) obj["metadata"]["namespace"] = *ns;
+    out.push_back(std::move(obj));
+  }
+  return out;
+}
+
+// The workload entry's own fields: threshold, featureGates (the test case's, then the
+// workload's), labels, and kplace.upstream.
+absl::Status Translator::WorkloadFields(json* variant, std::vector<std::string>* labels) const {
+  if (w_.contains("threshold")) {
+    if (!w_["threshold"].is_number()) {
+      return Bad(-1, "threshold", "kplace takes one number (thresholds per topic are not modelled)");
+    }
+    (*variant)["threshold"] = w_["threshold"];
+  }
+  for (const json* gates : {&tc_, &w_}) {
+    if (!gates->contains("featureGates")) continue;
+    const json& g = (*gates)["featureGates"];
+    const std::string field = gates == &tc_ ? "featureGates (test case)" : "featureGates";
+    if (!g.is_object()) return Bad(-1, field, "expected a map of gate to true or false");
+    for (auto it = g.begin(); it != g.end(); ++it) {
+      if (!it.value().is_boolean()) return Bad(-1, StrCat(field, ".", it.key()), "expected true or false");
+      (*variant)["featureGates"][it.key()] = it.value();
+    }
+  }
+  for (const json* l : {&tc_, &w_}) {
+    if (!l->contains("labels")) continue;
+    if (!(*l)["labels"].is_array()) return Bad(-1, "labels", "expected a list of strings");
+    for (const json& label : (*l)["labels"]) {
+      if (!label.is_string()) return Bad(-1, "labels", "expected a list of strings");
+      labels->push_back(label.get<std::string>());
+    }
+  }
+  if (w_.contains("kplace")) {
+    const json& k = w_["kplace"];
+    if (!k.is_object()) return Bad(-1, "kplace", "expected a map {upstream}");
+    KPLACE_RETURN_IF_ERROR(Known(k, -1, "kplace.", {"upstream"}));
+    if (k.contains("upstream")) {
+      if (!k["upstream"].is_boolean()) return Bad(-1, "kplace.upstream", "expected true or false");
+      (*variant)["upstream"] = k["upstream"];
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Translated> Translator::Run() {
   KPLACE_RETURN_IF_ERROR(Known(w_, -1, "", {"name", "params", "labels", "threshold", "thresholdMetricSelector",
-                                            "featureGates"}));
+                                            "featureGates", "kplace"}));
   if (w_.contains("thresholdMetricSelector")) {
     const json& s = w_["thresholdMetricSelector"];
     if (!s.is_object() || s.value("name", "") != "SchedulingThroughput" || s.value("dataBucket", "") != "Average" ||
@@ -217,11 +423,12 @@ absl::StatusOr<Workload> Translator::Run() {
   }
   const json& ops = tc_["workloadTemplate"];
   json nodes = json::array(), sets = json::array(), init = json::array(), namespaces = json::array();
+  json objects = json::array();
   json measured, churn, delete_pods;
   std::vector<int64_t> node_counts, init_counts, set_counts;
   std::vector<std::string> init_namespaces;  // per init group ("" for a namespace set)
   std::set<std::string> set_prefixes, plain_namespaces;
-  int64_t measured_count = 0;
+  int64_t measured_count = 0, signature_batch = -1;
   int64_t unrolled = 0;           // upstream's op index after createPodSets unrolls
   bool collecting = false;        // between startCollectingMetrics and stopCollectingMetrics
   int64_t collect_op = -1;        // that start op
@@ -239,49 +446,15 @@ absl::StatusOr<Workload> Translator::Run() {
     const std::string code = o["opcode"].get<std::string>();
     int64_t advance = 1;
     if (code == "createNodes") {
-      KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "count", "countParam", "nodeTemplatePath",
-                                               "nodeAllocatableStrategy", "labelNodePrepareStrategy",
-                                               "uniqueNodeLabelStrategy", "templateParams"}));
-      KPLACE_RETURN_IF_ERROR(Unmodelled(o, op, "", {"nodeAllocatableStrategy", "templateParams"}));
-      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", true));
-      json g = json::object();
-      if (o.contains("nodeTemplatePath")) {
-        KPLACE_ASSIGN_OR_RETURN(g["template"], Template(op, "nodeTemplatePath", o["nodeTemplatePath"]));
-      } else {
-        g["template"] = BaseNode();
-      }
-      if (o.contains("labelNodePrepareStrategy") && o.contains("uniqueNodeLabelStrategy")) {
-        return Bad(op, "uniqueNodeLabelStrategy", "at most one node strategy (labelNodePrepareStrategy given too)");
-      }
-      if (o.contains("labelNodePrepareStrategy")) {
-        const json& s = o["labelNodePrepareStrategy"];
-        const std::string f = "labelNodePrepareStrategy.";
-        if (!s.is_object()) return Bad(op, "labelNodePrepareStrategy", "expected {labelKey, labelValues}");
-        KPLACE_RETURN_IF_ERROR(Known(s, op, f, {"labelKey", "labelValues"}));
-        if (!s.contains("labelKey")) return Bad(op, f + "labelKey", "missing");
-        KPLACE_ASSIGN_OR_RETURN(std::string key, String(s, op, f + "labelKey"));
-        if (!s.contains("labelValues") || !s["labelValues"].is_array() || s["labelValues"].empty()) {
-          return Bad(op, f + "labelValues", "expected a non-empty list of values");
-        }
-        g["labels"] = {{key, s["labelValues"]}};
-      }
-      if (o.contains("uniqueNodeLabelStrategy")) {
-        const json& s = o["uniqueNodeLabelStrategy"];
-        const std::string f = "uniqueNodeLabelStrategy.";
-        if (!s.is_object()) return Bad(op, "uniqueNodeLabelStrategy", "expected {labelKey}");
-        KPLACE_RETURN_IF_ERROR(Known(s, op, f, {"labelKey"}));
-        if (!s.contains("labelKey")) return Bad(op, f + "labelKey", "missing");
-        KPLACE_ASSIGN_OR_RETURN(std::string key, String(s, op, f + "labelKey"));
-        // Upstream gives each node a fresh UUID; any per-node distinct value decides the same.
-        g["template"]["metadata"]["labels"][key] = "{{.Name}}";
-      }
+      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", "count", true));
+      KPLACE_ASSIGN_OR_RETURN(json g, NodeGroup(o, op));
       nodes.push_back(std::move(g));
       node_counts.push_back(n);
     } else if (code == "createNamespaces") {
       KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "prefix", "count", "countParam", "namespaceTemplatePath"}));
       if (!o.contains("prefix")) return Bad(op, "prefix", "missing");
       KPLACE_ASSIGN_OR_RETURN(std::string prefix, String(o, op, "prefix"));
-      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", true));
+      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", "count", true));
       json s = {{"prefix", prefix}};
       if (o.contains("namespaceTemplatePath")) {
         KPLACE_ASSIGN_OR_RETURN(s["template"], Template(op, "namespaceTemplatePath", o["namespaceTemplatePath"]));
@@ -290,8 +463,8 @@ absl::StatusOr<Workload> Translator::Run() {
       sets.push_back(std::move(s));
       set_counts.push_back(n);
     } else if (code == "createPods") {
-      int64_t n = 0;
-      KPLACE_ASSIGN_OR_RETURN(json g, PodGroup(o, op, "", unrolled, &n));
+      int64_t n = 0, batch = -1;
+      KPLACE_ASSIGN_OR_RETURN(json g, PodGroup(o, op, "", unrolled, &n, &batch));
       const bool metrics = o.value("collectMetrics", false);
       if (metrics && o.value("skipWaitToCompletion", false)) {
         return Bad(op, "skipWaitToCompletion", "collectMetrics and skipWaitToCompletion cannot both be true");
@@ -310,9 +483,13 @@ absl::StatusOr<Workload> Translator::Run() {
         if (metrics) metrics_name = ns;
         measured = std::move(g);
         measured_count = n;
+        signature_batch = batch;
       } else {
         if (!measured.is_null() && !collecting) {
           return Bad(op, "opcode", "kplace runs no createPods op after the measured one");
+        }
+        if (batch >= 0) {
+          return Bad(op, "kplaceSignatureBatchSize", "kplace models a signature batch size on the measured createPods op only");
         }
         init.push_back(std::move(g));
         init_counts.push_back(n);
@@ -321,7 +498,7 @@ absl::StatusOr<Workload> Translator::Run() {
       add_namespace(ns);
     } else if (code == "createPodSets") {
       KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "count", "countParam", "namespacePrefix", "createPodsOp"}));
-      KPLACE_ASSIGN_OR_RETURN(int64_t sets_n, CountOf(o, op, "", true));
+      KPLACE_ASSIGN_OR_RETURN(int64_t sets_n, CountOf(o, op, "", "count", true));
       if (!o.contains("namespacePrefix")) return Bad(op, "namespacePrefix", "missing");
       KPLACE_ASSIGN_OR_RETURN(std::string prefix, String(o, op, "namespacePrefix"));
       if (!o.contains("createPodsOp") || !o["createPodsOp"].is_object()) return Bad(op, "createPodsOp", "expected a createPods op");
@@ -330,8 +507,12 @@ absl::StatusOr<Workload> Translator::Run() {
       if (inner.value("collectMetrics", false)) return Bad(op, "createPodsOp.collectMetrics", "not modelled by kplace");
       if (inner.contains("namespace")) return Bad(op, "createPodsOp.namespace", "set by namespacePrefix");
       if (!measured.is_null()) return Bad(op, "opcode", "kplace runs no createPods op after the measured one");
-      int64_t n = 0;
-      KPLACE_ASSIGN_OR_RETURN(json g, PodGroup(inner, op, "createPodsOp.", unrolled, &n));
+      int64_t n = 0, batch = -1;
+      KPLACE_ASSIGN_OR_RETURN(json g, PodGroup(inner, op, "createPodsOp.", unrolled, &n, &batch));
+      if (batch >= 0) {
+        return Bad(op, "createPodsOp.kplaceSignatureBatchSize",
+                   "kplace models a signature batch size on the measured createPods op only");
+      }
       g.erase("namespace");
       g["namespacePrefix"] = prefix;
       if (!set_prefixes.count(prefix)) {
@@ -354,6 +535,14 @@ absl::StatusOr<Workload> Translator::Run() {
       init_counts.push_back(n);
       init_namespaces.push_back("");
       advance = sets_n;  // upstream unrolls one createPods op per namespace
+    } else if (code == "createAny") {
+      if (!init.empty() || !measured.is_null()) {
+        return Bad(op, "opcode", "kplace makes createAny's objects before any pod is placed: put the op before every createPods op");
+      }
+      std::string ns;
+      KPLACE_ASSIGN_OR_RETURN(std::vector<json> made, CreateAny(o, op, &ns));
+      for (json& m : made) objects.push_back(std::move(m));
+      if (!ns.empty()) add_namespace(ns);
     } else if (code == "churn") {
       KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "mode", "number", "intervalMilliseconds", "namespace",
                                                "templatePaths"}));
@@ -427,18 +616,16 @@ absl::StatusOr<Workload> Translator::Run() {
   if (collecting) return Bad(-1, "workloadTemplate", "startCollectingMetrics without stopCollectingMetrics");
   if (measured.is_null()) return Bad(-1, "workloadTemplate", "no op collects metrics (a createPods with collectMetrics: true)");
   if (nodes.empty()) return Bad(-1, "workloadTemplate", "no createNodes op (kplace needs nodes)");
-  if (w_.contains("params") && w_["params"].is_object()) {
-    for (auto it = w_["params"].begin(); it != w_["params"].end(); ++it) {
-      if (!used_.count(it.key())) {
-        return Bad(-1, StrCat("params.", it.key()), "defined but unused (scheduler_perf refuses it too)");
-      }
-    }
+  Translated out;
+  out.metrics_name = metrics_name;
+  json& doc = out.doc;
+  doc = {{"nodes", nodes}, {"measured", measured}};
+  if (tc_.contains("schedulerConfigPath")) {
+    KPLACE_ASSIGN_OR_RETURN(doc["schedulerConfig"], Template(-1, "schedulerConfigPath", tc_["schedulerConfigPath"]));
   }
-  // The kplace workload document: one variant, this workload's counts.
-  json doc = {{"name", tc_name_}, {"description", StrCat(tc_name_, "/", w_name_, " from ", file_)}, {"nodes", nodes},
-              {"measured", measured}};
   if (!init.empty()) doc["init"] = init;
   if (!sets.empty()) doc["namespaceSets"] = sets;
+  if (!objects.empty()) doc["objects"] = objects;
   // Plain namespaces the ops made, unless a namespace set makes them.
   json plain = json::array();
   for (const json& ns : namespaces) {
@@ -456,104 +643,181 @@ absl::StatusOr<Workload> Translator::Run() {
   if (!plain.empty()) doc["namespaces"] = plain;
   if (!churn.is_null()) doc["churn"] = churn;
   if (!delete_pods.is_null()) doc["deletePods"] = delete_pods;
-  json variant = {{"name", w_name_}, {"nodes", node_counts}, {"measured", measured_count}};
-  if (!init.empty()) variant["init"] = init_counts;
-  if (!sets.empty()) variant["namespaces"] = set_counts;
-  if (w_.contains("threshold")) {
-    if (!w_["threshold"].is_number()) {
-      return Bad(-1, "threshold", "kplace takes one number (thresholds per topic are not modelled)");
-    }
-    variant["threshold"] = w_["threshold"];
-  }
   // Churn and deletion rates are wall-clock rates: turned into measured-pod counts at the
-  // workload's threshold, else at the largest threshold of the test case.
+  // workload's threshold, else at the test case's kplace.throughput, else at its largest
+  // threshold.
   double throughput = 0;
-  for (const json& other : tc_["workloads"]) {
-    if (other.is_object() && other.contains("threshold") && other["threshold"].is_number()) {
-      throughput = std::max(throughput, other["threshold"].get<double>());
+  if (tc_.contains("kplace") && tc_["kplace"].contains("throughput")) {
+    throughput = tc_["kplace"]["throughput"].get<double>();  // checked with the test case
+  } else {
+    for (const json& other : tc_["workloads"]) {
+      if (other.is_object() && other.contains("threshold") && other["threshold"].is_number()) {
+        throughput = std::max(throughput, other["threshold"].get<double>());
+      }
     }
   }
   if (throughput > 0) doc["throughput"] = throughput;
-  doc["variants"] = json::array({variant});
-  const std::string where = StrCat(file_, ": test case ", tc_name_, ", workload ", w_name_, " (as kplace's workload)");
+  if (w_.contains("params") && w_["params"].is_object()) {
+    for (auto it = w_["params"].begin(); it != w_["params"].end(); ++it) {
+      if (!used_.count(it.key())) {
+        return Bad(-1, StrCat("params.", it.key()), "defined but unused (scheduler_perf refuses it too)");
+      }
+    }
+  }
+  out.variant = {{"name", w_name_}, {"nodes", node_counts}, {"measured", measured_count}};
+  if (!init.empty()) out.variant["init"] = init_counts;
+  if (!sets.empty()) out.variant["namespaces"] = set_counts;
+  if (signature_batch >= 0) out.variant["signatureBatchSize"] = signature_batch;
+  KPLACE_RETURN_IF_ERROR(WorkloadFields(&out.variant, &out.labels));
+  return out;
+}
+
+// The test case's own fields, checked: its name (unique in `names`), workloadTemplate,
+// workloads and kplace map. "FILE: test case T" prefixes what it returns.
+absl::StatusOr<std::string> CheckTestCase(const json& tc, size_t t, const std::string& file,
+                                          std::set<std::string>* names) {
+  const std::string at = StrCat(file, ": [", t, "]");
+  if (!tc.is_object()) return absl::InvalidArgumentError(StrCat(at, ": expected a test case object"));
+  for (auto it = tc.begin(); it != tc.end(); ++it) {
+    static const std::set<std::string> known = {"name", "featureGates", "workloadTemplate", "workloads",
+                                                "defaultPodTemplatePath", "labels", "metricsCollectorConfig",
+                                                "schedulerConfigPath", "defaultThresholdMetricSelector", "kplace"};
+    if (!known.count(it.key())) return absl::InvalidArgumentError(StrCat(at, ".", it.key(), ": unknown field"));
+  }
+  if (!tc.contains("name") || !tc["name"].is_string()) return absl::InvalidArgumentError(StrCat(at, ".name: expected a string"));
+  const std::string name = tc["name"].get<std::string>();
+  const std::string tc_at = StrCat(file, ": test case ", name);
+  if (!names->insert(name).second) return absl::InvalidArgumentError(StrCat(tc_at, ": name is not unique"));
+  for (const char* f : {"metricsCollectorConfig", "defaultThresholdMetricSelector"}) {
+    if (tc.contains(f)) {
+      return absl::InvalidArgumentError(StrCat(tc_at, ": ", f, ": not modelled by kplace (its collectors, "
+                                               "SchedulingThroughput Average thresholds)"));
+    }
+  }
+  if (!tc.contains("workloadTemplate") || !tc["workloadTemplate"].is_array() || tc["workloadTemplate"].empty()) {
+    return absl::InvalidArgumentError(StrCat(tc_at, ": workloadTemplate: no ops defined"));
+  }
+  if (!tc.contains("workloads") || !tc["workloads"].is_array() || tc["workloads"].empty()) {
+    return absl::InvalidArgumentError(StrCat(tc_at, ": workloads: no workloads defined"));
+  }
+  std::set<std::string> workload_names;
+  for (size_t i = 0; i < tc["workloads"].size(); ++i) {
+    const json& w = tc["workloads"][i];
+    if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || w["name"].get<std::string>().empty()) {
+      return absl::InvalidArgumentError(StrCat(tc_at, ": workloads[", i, "].name: expected a non-empty string"));
+    }
+    if (!workload_names.insert(w["name"].get<std::string>()).second) {
+      return absl::InvalidArgumentError(StrCat(tc_at, ": workload name ", w["name"].get<std::string>(), " is not unique"));
+    }
+  }
+  if (tc.contains("kplace")) {
+    const json& k = tc["kplace"];
+    auto bad = [&](const std::string& field, const std::string& what) {
+      return absl::InvalidArgumentError(StrCat(tc_at, ": kplace", field, ": ", what));
+    };
+    if (!k.is_object()) return bad("", "expected a map {description, default, throughput}");
+    for (auto it = k.begin(); it != k.end(); ++it) {
+      if (it.key() != "description" && it.key() != "default" && it.key() != "throughput") {
+        return bad(StrCat(".", it.key()), "unknown field (kplace's test case extensions: description, default, throughput)");
+      }
+    }
+    if (k.contains("description") && (!k["description"].is_string() || k["description"].get<std::string>().empty())) {
+      return bad(".description", "expected a non-empty string");
+    }
+    if (k.contains("default") && (!k["default"].is_string() || !workload_names.count(k["default"].get<std::string>()))) {
+      return bad(".default", StrCat("expected the name of one of the test case's workloads, got ", k["default"].dump()));
+    }
+    if (k.contains("throughput") && (!k["throughput"].is_number() || !(k["throughput"].get<double>() > 0) ||
+                                     k["throughput"].get<double>() > 1e9)) {
+      return bad(".throughput", StrCat("expected a positive number of pods/s, got ", k["throughput"].dump()));
+    }
+  }
+  return name;
+}
+
+// Decodes the kplace document of a test case's translated workloads (one, or all as
+// variants); `where` names it in errors.
+absl::StatusOr<Workload> Decode(const json& tc, const std::string& name, const std::string& file,
+                                const std::vector<Translated>& parts, const std::string& where,
+                                const std::string& description) {
+  json doc = parts[0].doc;
+  doc["name"] = name;
+  doc["description"] = tc.contains("kplace") && tc["kplace"].contains("description")
+                           ? tc["kplace"]["description"].get<std::string>()
+                           : StrCat(description, " from ", file);
+  doc["variants"] = json::array();
+  for (const Translated& p : parts) doc["variants"].push_back(p.variant);
+  if (parts.size() > 1 && tc.contains("kplace") && tc["kplace"].contains("default")) doc["default"] = tc["kplace"]["default"];
   KPLACE_ASSIGN_OR_RETURN(Workload w, DecodeWorkloadSpec(doc, where));
-  if (!metrics_name.empty()) w.metrics_name = metrics_name;
-  Variant& v = w.variants[0];
-  for (const json* gates : {&tc_, &w_}) {
-    if (!gates->contains("featureGates")) continue;
-    const json& g = (*gates)["featureGates"];
-    const std::string field = gates == &tc_ ? "featureGates (test case)" : "featureGates";
-    if (!g.is_object()) return Bad(-1, field, "expected a map of gate to true or false");
-    for (auto it = g.begin(); it != g.end(); ++it) {
-      if (!it.value().is_boolean()) return Bad(-1, StrCat(field, ".", it.key()), "expected true or false");
-      v.feature_gates[it.key()] = it.value().get<bool>();
-    }
-  }
-  for (const json* labels : {&tc_, &w_}) {
-    if (!labels->contains("labels")) continue;
-    if (!(*labels)["labels"].is_array()) return Bad(-1, "labels", "expected a list of strings");
-    for (const json& l : (*labels)["labels"]) {
-      if (!l.is_string()) return Bad(-1, "labels", "expected a list of strings");
-      v.labels.push_back(l.get<std::string>());
-    }
-  }
+  if (!parts[0].metrics_name.empty()) w.metrics_name = parts[0].metrics_name;
+  for (size_t i = 0; i < parts.size(); ++i) w.variants[i].labels = parts[i].labels;
   return w;
 }
 
 }  // namespace
 
+absl::StatusOr<std::string> ReadFileText(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return absl::NotFoundError(StrCat(path, ": cannot be read"));
+  std::string text;
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
 bool IsPerfConfig(const json& doc) { return doc.is_array(); }
 
-absl::StatusOr<std::vector<Workload>> DecodePerfConfig(const json& doc, const std::string& file) {
+absl::StatusOr<std::vector<Workload>> DecodePerfConfig(const json& doc, const std::string& file, const FileReader& read) {
   if (!doc.is_array()) return absl::InvalidArgumentError(StrCat(file, ": expected a list of test cases"));
   if (doc.empty()) return absl::InvalidArgumentError(StrCat(file, ": no test cases defined"));
   std::vector<Workload> out;
   std::set<std::string> names;
   for (size_t t = 0; t < doc.size(); ++t) {
     const json& tc = doc[t];
-    const std::string at = StrCat(file, ": [", t, "]");
-    if (!tc.is_object()) return absl::InvalidArgumentError(StrCat(at, ": expected a test case object"));
-    for (auto it = tc.begin(); it != tc.end(); ++it) {
-      static const std::set<std::string> known = {"name", "featureGates", "workloadTemplate", "workloads",
-                                                  "defaultPodTemplatePath", "labels", "metricsCollectorConfig",
-                                                  "schedulerConfigPath", "defaultThresholdMetricSelector"};
-      if (!known.count(it.key())) return absl::InvalidArgumentError(StrCat(at, ".", it.key(), ": unknown field"));
-    }
-    if (!tc.contains("name") || !tc["name"].is_string()) return absl::InvalidArgumentError(StrCat(at, ".name: expected a string"));
-    const std::string name = tc["name"].get<std::string>();
-    const std::string tc_at = StrCat(file, ": test case ", name);
-    if (!names.insert(name).second) return absl::InvalidArgumentError(StrCat(tc_at, ": name is not unique"));
-    for (const char* f : {"schedulerConfigPath", "metricsCollectorConfig", "defaultThresholdMetricSelector"}) {
-      if (tc.contains(f)) {
-        return absl::InvalidArgumentError(StrCat(tc_at, ": ", f, ": not modelled by kplace (its default profile and "
-                                                 "collectors, SchedulingThroughput Average thresholds)"));
-      }
-    }
-    if (!tc.contains("workloadTemplate") || !tc["workloadTemplate"].is_array() || tc["workloadTemplate"].empty()) {
-      return absl::InvalidArgumentError(StrCat(tc_at, ": workloadTemplate: no ops defined"));
-    }
-    if (!tc.contains("workloads") || !tc["workloads"].is_array() || tc["workloads"].empty()) {
-      return absl::InvalidArgumentError(StrCat(tc_at, ": workloads: no workloads defined"));
-    }
-    std::set<std::string> workload_names;
-    for (size_t i = 0; i < tc["workloads"].size(); ++i) {
-      const json& w = tc["workloads"][i];
-      if (!w.is_object() || !w.contains("name") || !w["name"].is_string() || w["name"].get<std::string>().empty()) {
-        return absl::InvalidArgumentError(StrCat(tc_at, ": workloads[", i, "].name: expected a non-empty string"));
-      }
+    KPLACE_ASSIGN_OR_RETURN(std::string name, CheckTestCase(tc, t, file, &names));
+    for (const json& w : tc["workloads"]) {
       const std::string wname = w["name"].get<std::string>();
-      if (!workload_names.insert(wname).second) {
-        return absl::InvalidArgumentError(StrCat(tc_at, ": workload name ", wname, " is not unique"));
-      }
-      KPLACE_ASSIGN_OR_RETURN(Workload one, Translator(file, tc, name, w, wname).Run());
-      out.push_back(std::move(one));
+      KPLACE_ASSIGN_OR_RETURN(Translated one, Translator(file, tc, name, w, wname, read).Run());
+      KPLACE_ASSIGN_OR_RETURN(
+          Workload decoded, Decode(tc, name, file, {one},
+                                   StrCat(file, ": test case ", name, ", workload ", wname, " (as kplace's workload)"),
+                                   StrCat(name, "/", wname)));
+      out.push_back(std::move(decoded));
     }
   }
   return out;
 }
 
+absl::StatusOr<Workload> DecodePerfConfigTestCase(const json& doc, const std::string& file, const std::string& name,
+                                                  const FileReader& read) {
+  if (!doc.is_array()) return absl::InvalidArgumentError(StrCat(file, ": expected a list of test cases"));
+  std::set<std::string> names;
+  for (size_t t = 0; t < doc.size(); ++t) {
+    const json& tc = doc[t];
+    KPLACE_ASSIGN_OR_RETURN(std::string tc_name, CheckTestCase(tc, t, file, &names));
+    if (tc_name != name) continue;
+    std::vector<Translated> parts;
+    for (const json& w : tc["workloads"]) {
+      const std::string wname = w["name"].get<std::string>();
+      KPLACE_ASSIGN_OR_RETURN(Translated one, Translator(file, tc, name, w, wname, read).Run());
+      // The workloads are sizes of one workload: only counts and their own fields may differ.
+      if (!parts.empty() && (one.doc != parts[0].doc || one.metrics_name != parts[0].metrics_name)) {
+        return absl::InvalidArgumentError(
+            StrCat(file, ": test case ", name, ": workload ", wname, " makes other objects than workload ",
+                   parts[0].variant["name"].get<std::string>(),
+                   ", not only other counts (kplace reads a test case's workloads as sizes of one workload)"));
+      }
+      parts.push_back(std::move(one));
+    }
+    return Decode(tc, name, file, parts, StrCat(file, ": test case ", name, " (as kplace's workload)"), name);
+  }
+  return absl::NotFoundError(StrCat(file, ": no test case named ", name));
+}
+
 absl::StatusOr<std::vector<Workload>> LoadPerfConfig(const std::string& path) {
-  KPLACE_ASSIGN_OR_RETURN(std::string text, ReadText(path));
+  KPLACE_ASSIGN_OR_RETURN(std::string text, ReadFileText(path));
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, path));
   if (docs.size() != 1) return absl::InvalidArgumentError(StrCat(path, ": expected one YAML document (a list of test cases)"));
   return DecodePerfConfig(docs[0], path);

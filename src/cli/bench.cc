@@ -364,11 +364,12 @@ absl::StatusOr<std::vector<bench::Workload>> SelectWorkloads(const std::string& 
 
 int RunBench(int argc, char** argv) {
   Flags flags("bench",
-              "Runs scheduler_perf's workloads (bench/workloads/*.yaml, built in) on a synthetic cluster with the\n"
-              "engine and the scalar reference in one process, checks that every placement is identical (a\n"
-              "mismatch exits 1), and reports SchedulingThroughput as scheduler_perf computes it (pods/s per\n"
-              "sample window: average, p50, p90, p95, p99), per-pod latency, memory and the engine/reference\n"
-              "ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init pods, 1,000 measured pods).\n"
+              "Runs scheduler_perf's workloads (bench/scheduler_perf/*/performance-config.yaml, built in) on a\n"
+              "synthetic cluster with the engine and the scalar reference in one process, checks that every\n"
+              "placement is identical (a mismatch exits 1), and reports SchedulingThroughput as scheduler_perf\n"
+              "computes it (pods/s per sample window: average, p50, p90, p95, p99), per-pod latency, memory\n"
+              "and the engine/reference ratio. With no flags: SchedulingBasic on 5,000 nodes (1,000 init\n"
+              "pods, 1,000 measured pods).\n"
               "--sweep affinity measures per-pod cost of pod term shapes as existing pods and nodes grow.\n"
               "On a terminal a one-line progress bar runs on stderr (plain lines every 2 s otherwise).\n"
               "Examples:\n"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include "kplace/bench/runner.h"
 #include "kplace/cli/commands.h"
 #include "kplace/common/strings.h"
+#include "kplace/model/decode.h"
 
 namespace kplace::bench {
 namespace {
@@ -169,8 +171,8 @@ TEST(PerfConfigTest, ErrorsNameFileTestCaseOpAndField) {
     std::string text, want;
   };
   const std::vector<Case> cases = {
-      {Config("  - opcode: createAny\n    templatePath: x.yaml\n"),
-       "bad-config.yaml: test case Case, workload small: workloadTemplate[1].opcode: createAny is not modelled by kplace"},
+      {Config("  - opcode: updateAny\n    templatePath: x.yaml\n"),
+       "bad-config.yaml: test case Case, workload small: workloadTemplate[1].opcode: updateAny is not modelled by kplace"},
       {Config("  - opcode: fly\n"), "workloadTemplate[1].opcode: unknown opcode \"fly\""},
       {Config("  - opcode: createPods\n    count: 1\n    podTemplatePath: ../templates/none.yaml\n"),
        "workloadTemplate[1].podTemplatePath: "},
@@ -186,8 +188,13 @@ TEST(PerfConfigTest, ErrorsNameFileTestCaseOpAndField) {
        "workloadTemplate[2].collectMetrics: kplace measures one createPods op"},
       {Config("  - opcode: deletePods\n    namespace: nowhere\n    deletePodsPerSecond: 5\n"),
        "workloadTemplate[1].namespace: no earlier createPods op made pods in nowhere"},
-      {"- name: Case\n  schedulerConfigPath: s.yaml\n  workloadTemplate: []\n  workloads: []\n",
-       "test case Case: schedulerConfigPath: not modelled by kplace"},
+      {"- name: Case\n  metricsCollectorConfig: {}\n  workloadTemplate: []\n  workloads: []\n",
+       "test case Case: metricsCollectorConfig: not modelled by kplace"},
+      {StrCat("- name: Case\n  schedulerConfigPath: nowhere.yaml\n", Config("").substr(std::string("- name: Case\n").size())),
+       "workload small: schedulerConfigPath: "},
+      {Config("  - opcode: createPods\n    count: 1\n    signatureBatchSizeParam: $initNodes\n"),
+       "signatureBatchSizeParam: not modelled by kplace (got \"$initNodes\"); kplace's model of it is "
+       "kplaceSignatureBatchSize"},
       {"- {name: A, workloadTemplate: [{opcode: createNodes, count: 1}], workloads: [{name: w}]}\n",
        "workloadTemplate: no op collects metrics"},
   };
@@ -196,6 +203,188 @@ TEST(PerfConfigTest, ErrorsNameFileTestCaseOpAndField) {
     EXPECT_FALSE(s.ok()) << c.text;
     EXPECT_NE(std::string(s.message()).find(c.want), std::string::npos) << s.message() << "\nwant: " << c.want;
   }
+}
+
+// A directory of files for one test: a config and the templates it names.
+std::string WriteFiles(const std::string& dir_name, const std::vector<std::pair<std::string, std::string>>& files) {
+  const std::string dir = ::testing::TempDir() + dir_name + "/";
+  for (const auto& [name, text] : files) {
+    const std::string path = dir + name;
+    std::system(StrCat("mkdir -p '", path.substr(0, path.rfind('/')), "'").c_str());
+    std::ofstream f(path);
+    f << text;
+  }
+  return dir;
+}
+
+const std::vector<std::pair<std::string, std::string>> kExtensionFiles = {
+    {"templates/csinode.yaml",
+     "apiVersion: storage.k8s.io/v1\nkind: CSINode\nmetadata: {name: \"{{.Name}}\"}\n"
+     "spec: {drivers: [{name: ebs.csi.aws.com, nodeID: \"{{.Name}}\", allocatable: {count: 39}}]}\n"},
+    {"templates/pvc.yaml",
+     "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: \"pvc-{{.Index}}\", namespace: \"{{.Namespace}}\"}\n"
+     "spec: {accessModes: [ReadOnlyMany], resources: {requests: {storage: 1Gi}}}\n"},
+    {"templates/service.yaml",
+     "apiVersion: v1\nkind: Service\nmetadata: {generateName: service-}\nspec: {selector: {app: x}}\n"},
+    {"topic/scheduler-config.yaml",
+     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+     "- schedulerName: default-scheduler\n  pluginConfig:\n  - name: PodTopologySpread\n"
+     "    args: {defaultingType: List, defaultConstraints: []}\n"},
+    {"topic/performance-config.yaml",
+     "- name: Case\n"
+     "  schedulerConfigPath: scheduler-config.yaml\n"
+     "  kplace: {description: a test case, default: big, throughput: 590}\n"
+     "  workloadTemplate:\n"
+     "  - opcode: createNodes\n    countParam: $nodes\n"
+     "    labelNodePrepareStrategy: {labelKey: topology.kubernetes.io/zone, labelValues: [a, b]}\n"
+     "    kplaceLabelNodePrepareStrategies: [{labelKey: disk, labelValues: [ssd, hdd, nvme]}]\n"
+     "    kplaceObjectTemplatePaths: [../templates/csinode.yaml]\n"
+     "  - opcode: createAny\n    namespace: service-ns\n    templatePath: ../templates/service.yaml\n"
+     "  - opcode: createPods\n    countParam: $init\n    kplaceObjectTemplatePaths: [../templates/pvc.yaml]\n"
+     "  - opcode: createPods\n    countParam: $measured\n    collectMetrics: true\n"
+     "    kplaceSignatureBatchSizeParam: $batch\n"
+     "  workloads:\n"
+     "  - name: small\n    params: {nodes: 3, init: 2, measured: 4, batch: 2}\n"
+     "  - name: big\n    threshold: 100\n    labels: [performance]\n    featureGates: {OpportunisticBatching: true}\n"
+     "    params: {nodes: 6, init: 4, measured: 8, batch: 4}\n"
+     "  - name: bigger\n    kplace: {upstream: false}\n    params: {nodes: 9, init: 6, measured: 12, batch: 1}\n"},
+};
+
+absl::StatusOr<Workload> LoadTestCase(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "topic/performance-config.yaml";
+  auto text = ReadFileText(path);
+  if (!text.ok()) return text.status();
+  auto docs = ParseDocuments(*text, path);
+  if (!docs.ok()) return docs.status();
+  return DecodePerfConfigTestCase((*docs)[0], path, name);
+}
+
+// kplace's extensions decode into the Workload fields kplace's own format sets, and a test
+// case reads as one workload whose variants are its workloads.
+TEST(PerfConfigTest, KplaceExtensionsAndTestCasesAsOneWorkload) {
+  const std::string dir = WriteFiles("kplace_extensions", kExtensionFiles);
+  auto w = LoadTestCase(dir, "Case");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->name, "Case");
+  EXPECT_EQ(w->description, "a test case");
+  EXPECT_EQ(w->variant, "big");  // kplace.default
+  EXPECT_EQ(w->num_nodes, 6);
+  EXPECT_EQ(w->throughput, 590);
+  ASSERT_EQ(w->variants.size(), 3u);
+  EXPECT_EQ(w->variants[0].name, "small");
+  EXPECT_EQ(w->variants[0].signature_batch_size, 2);
+  EXPECT_TRUE(w->variants[0].upstream);
+  EXPECT_EQ(w->variants[1].threshold.value_or(0), 100);
+  EXPECT_EQ(w->variants[1].labels, std::vector<std::string>{"performance"});
+  EXPECT_EQ(w->variants[1].feature_gates, (std::map<std::string, bool>{{"OpportunisticBatching", true}}));
+  EXPECT_FALSE(w->variants[2].upstream);
+  EXPECT_EQ(w->measured.signature_batch_size, 4);
+  EXPECT_EQ(w->metrics_name, "namespace-3");
+  ASSERT_TRUE(w->scheduler_config.has_value());
+  EXPECT_EQ((*w->scheduler_config)["kind"], "KubeSchedulerConfiguration");
+  ASSERT_EQ(w->objects.size(), 1u);
+  EXPECT_EQ(w->objects[0]["metadata"]["name"], "service-0");  // generateName + index
+  EXPECT_EQ(w->objects[0]["metadata"]["namespace"], "service-ns");
+  ASSERT_EQ(w->node_groups.size(), 1u);
+  EXPECT_EQ(w->node_groups[0].labels.size(), 2u);
+
+  auto cluster = BuildCluster(*w);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->nodes.size(), 6u);
+  EXPECT_EQ(cluster->nodes[4].meta.labels.at("topology.kubernetes.io/zone"), "a");
+  EXPECT_EQ(cluster->nodes[4].meta.labels.at("disk"), "hdd");
+  int csinodes = 0, claims = 0;
+  for (const GenericObject& o : cluster->storage) {
+    csinodes += o.kind == "CSINode";
+    if (o.kind == "PersistentVolumeClaim") {
+      EXPECT_EQ(o.meta.namespace_, "namespace-2");  // the per-pod template keeps {{.Namespace}}
+      ++claims;
+    }
+  }
+  EXPECT_EQ(csinodes, 6);
+  EXPECT_EQ(claims, 4);
+  EXPECT_EQ(cluster->workloads.size(), 1u);  // the Service
+
+  // The same file read per workload, as `kplace bench --config` does.
+  auto all = LoadPerfConfig(dir + "topic/performance-config.yaml");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[2].variant, "bigger");
+  EXPECT_FALSE((*all)[2].variants[0].upstream);
+  EXPECT_EQ((*all)[2].measured.signature_batch_size, 1);
+  EXPECT_EQ((*all)[0].description, "a test case");
+
+  auto missing = LoadTestCase(dir, "Other");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+}
+
+TEST(PerfConfigTest, MalformedExtensionsNameTheField) {
+  struct Case {
+    std::string from, to, want;  // a replacement in the config of kExtensionFiles, the error
+  };
+  const std::vector<Case> cases = {
+      {"default: big,", "default: huge,", "test case Case: kplace.default: expected the name of one of the test case's workloads"},
+      {"throughput: 590", "throughput: -1", "test case Case: kplace.throughput: expected a positive number"},
+      {"kplace: {description", "kplace: {colour: red, description", "test case Case: kplace.colour: unknown field"},
+      {"kplace: {upstream: false}", "kplace: {upstream: no}", "workload bigger: kplace.upstream: expected true or false"},
+      {"kplace: {upstream: false}", "kplace: {upstream: false, size: 3}", "workload bigger: kplace.size: unknown field"},
+      {"    kplaceObjectTemplatePaths: [../templates/pvc.yaml]\n",
+       "    kplaceObjectTemplatePaths: [../templates/pvc.yaml]\n    kplaceSignatureBatchSize: 3\n",
+       "workload small: workloadTemplate[2].kplaceSignatureBatchSize: kplace models a signature batch size on the measured"},
+      {"    kplaceSignatureBatchSizeParam: $batch\n", "    kplaceHeterogeneous: {seed: -1}\n    kplaceSignatureBatchSizeParam: $batch\n",
+       "workloadTemplate[3].kplaceHeterogeneous.seed: expected a non-negative integer"},
+      {"kplaceObjectTemplatePaths: [../templates/csinode.yaml]", "kplaceObjectTemplatePaths: ../templates/csinode.yaml",
+       "workloadTemplate[0].kplaceObjectTemplatePaths: expected a non-empty list of template paths"},
+      {"kplaceObjectTemplatePaths: [../templates/csinode.yaml]", "kplaceObjectTemplatePaths: [../templates/none.yaml]",
+       "workloadTemplate[0].kplaceObjectTemplatePaths[0]: "},
+      {"labelKey: disk,", "labelKey: topology.kubernetes.io/zone,",
+       "kplaceLabelNodePrepareStrategies[0].labelKey: topology.kubernetes.io/zone is labelled by another strategy"},
+      {"    namespace: service-ns\n", "", "workloadTemplate[1].namespace: missing (Service is namespaced)"},
+      {"kind: Service", "kind: Deployment", "workloadTemplate[1].templatePath: createAny of Deployment is not modelled by kplace"},
+      {"schedulerConfigPath: scheduler-config.yaml", "schedulerConfigPath: none.yaml", "workload small: schedulerConfigPath: "},
+      {"defaultingType: List", "defaultingType: Sideways", "schedulerConfig"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::pair<std::string, std::string>> files = kExtensionFiles;
+    bool replaced = false;
+    for (auto& [name, text] : files) {
+      const size_t at = text.find(c.from);
+      if (at == std::string::npos) continue;
+      text.replace(at, c.from.size(), c.to);
+      replaced = true;
+      break;
+    }
+    ASSERT_TRUE(replaced) << c.from;
+    const std::string dir = WriteFiles("kplace_bad_extensions", files);
+    auto w = LoadTestCase(dir, "Case");
+    EXPECT_FALSE(w.ok()) << c.to;
+    EXPECT_NE(std::string(w.status().message()).find(c.want), std::string::npos)
+        << w.status().message() << "\nwant: " << c.want;
+  }
+}
+
+// A createAny op must come before every createPods op, and a test case's workloads may only
+// differ in counts when they are read as one workload.
+TEST(PerfConfigTest, TestCaseWorkloadsMustBeSizesOfOneWorkload) {
+  std::vector<std::pair<std::string, std::string>> files = kExtensionFiles;
+  std::string& config = files.back().second;
+  const std::string any = "  - opcode: createAny\n    namespace: service-ns\n    templatePath: ../templates/service.yaml\n";
+  config.replace(config.find(any), any.size(),
+                 "  - opcode: createAny\n    namespace: service-ns\n    templatePath: ../templates/service.yaml\n"
+                 "    countParam: $nodes\n");
+  auto w = LoadTestCase(WriteFiles("kplace_sizes", files), "Case");
+  EXPECT_FALSE(w.ok());
+  EXPECT_NE(std::string(w.status().message()).find("test case Case: workload big makes other objects than workload small"),
+            std::string::npos) << w.status();
+
+  files = kExtensionFiles;
+  std::string& moved = files.back().second;
+  moved.replace(moved.find(any), any.size(), "");
+  moved.replace(moved.find("  workloads:"), 0, any);
+  w = LoadTestCase(WriteFiles("kplace_any_late", files), "Case");
+  EXPECT_FALSE(w.ok());
+  EXPECT_NE(std::string(w.status().message()).find("workloadTemplate[3].opcode: kplace makes createAny's objects before any pod"),
+            std::string::npos) << w.status();
 }
 
 TEST(PerfConfigTest, StartAndStopCollectingMetricsNameTheItems) {

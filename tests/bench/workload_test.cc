@@ -503,7 +503,7 @@ Workload SmallNsWorkload(const std::string& name, int32_t nodes, int32_t namespa
 
 // The same workload with no namespace labelled: the namespaceSelector matches nothing.
 Workload WithoutNamespaceLabels(Workload w) {
-  w.namespace_sets[0].namespace_template["metadata"].erase("labels");
+  for (NamespaceSet& set : w.namespace_sets) set.namespace_template["metadata"].erase("labels");
   for (auto& ns : w.namespaces) ns["metadata"].erase("labels");
   return w;
 }
@@ -531,9 +531,12 @@ TEST(WorkloadTest, NsSelectorWorkloadsHaveUpstreamShapes) {
     SCOPED_TRACE(name);
     auto w = LoadWorkload(name);
     ASSERT_TRUE(w.ok()) << w.status();
-    ASSERT_EQ(w->namespace_sets.size(), 1u);
+    // Upstream's two createNamespaces ops: init-ns-*, and measure-ns-0 alone.
+    ASSERT_EQ(w->namespace_sets.size(), 2u);
     EXPECT_EQ(w->namespace_sets[0].prefix, "init-ns");
     EXPECT_EQ(w->namespace_sets[0].count, 100);
+    EXPECT_EQ(w->namespace_sets[1].prefix, "measure-ns");
+    EXPECT_EQ(w->namespace_sets[1].count, 1);
     EXPECT_EQ(w->init[0].count, per_ns);
     EXPECT_EQ(w->init[0].TotalPods(), 100 * per_ns);
     EXPECT_EQ(w->init[0].Namespaces()[99], "init-ns-99");

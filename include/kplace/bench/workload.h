@@ -6,8 +6,13 @@
 // createPods ops), then the measured pods. Sizes come as named variants ("500Nodes",
 // "5000Nodes", "5000Nodes_5000Pods", ...).
 //
-// The YAML document (bench/workloads/*.yaml; every field below is checked, errors name the
-// file and the field path):
+// Built-in workloads are scheduler_perf performance-config files (bench/scheduler_perf/,
+// read by kplace/bench/perf_config.h into this struct). kplace's own, older workload format
+// below stays for users' own files (`kplace bench --workload FILE`);
+// tests/bench/testdata/kplace_format/ keeps the built-ins as they were written in it.
+//
+// The older format's YAML document (every field below is checked, errors name the file and
+// the field path):
 //   name, description
 //   nodes:          one node group {count, labels, zones, template, objects}, or a list of
 //                   node groups created in order (upstream's successive createNodes ops)
@@ -194,10 +199,12 @@ struct Workload {
  *  (`default:`, else the first) is applied and every template is decoded once as a check.
  *  InvalidArgument on a malformed document, naming the file and the field. */
 absl::StatusOr<Workload> DecodeWorkloadSpec(const nlohmann::json& doc, std::string_view file);
-/** @brief A workload by built-in name (bench/workloads/<name>.yaml, embedded) or file path.
+/** @brief A workload by built-in name (a test case of bench/scheduler_perf/<topic>/performance-config.yaml,
+ *  embedded, its workloads the variants: DecodePerfConfigTestCase) or by file path (kplace's
+ *  older format, or a performance-config file with one workload).
  *  NotFound when neither; InvalidArgument when malformed. */
 absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path);
-/** Names of the built-in workloads, sorted. */
+/** Names of the built-in workloads (the test cases of the embedded performance-config files), sorted. */
 std::vector<std::string> BuiltinWorkloads();
 
 /** @brief Applies a size variant by name. NotFound when the workload has none by that name. */
