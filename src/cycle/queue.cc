@@ -15,7 +15,7 @@ namespace {
 // without rejecting plugins.
 bool RetriesPods(const std::string& kind) {
   static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-                                        "PodDisruptionBudget", "PriorityClass"};
+                                        "PodDisruptionBudget", "PriorityClass", "ResourceClaimTemplate"};
   return std::none_of(std::begin(kUnregistered), std::end(kUnregistered), [&](const char* k) { return kind == k; });
 }
 

@@ -70,6 +70,12 @@ class Evaluator {
   virtual ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) = 0;
 };
 
+// resource.k8s.io objects.
+bool HasResourceObjects(const ObjectSet& o) {
+  return !o.resource_claims.empty() || !o.resource_claim_templates.empty() || !o.device_classes.empty() ||
+         !o.resource_slices.empty();
+}
+
 std::string AbsentReason(std::vector<std::string> plugins) {
   std::sort(plugins.begin(), plugins.end());
   std::string out = "node(s) didn't satisfy plugin(s) [";
@@ -1207,6 +1213,10 @@ class CycleScheduler final : public Scheduler {
     out.configs = o.configs;
     out.pdbs = o.pdbs;
     out.priority_classes = o.priority_classes;
+    out.resource_claims = o.resource_claims;
+    out.resource_claim_templates = o.resource_claim_templates;
+    out.device_classes = o.device_classes;
+    out.resource_slices = o.resource_slices;
     return out;
   }
 
@@ -1361,9 +1371,10 @@ class CycleScheduler final : public Scheduler {
       auto it = node_index_.find(event.object.nodes[0].meta.name);
       if (it != node_index_.end()) return RemoveNode(it->second);  // else the object set's NotFound below
     }
-    if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty())) {
+    if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty() ||
+                  HasResourceObjects(event.object))) {
       // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
-      // plugin: changed in place.
+      // plugin (the resource.k8s.io kinds by none yet): changed in place.
       return ChangeInPlace(event, at, /*namespaces=*/false);
     }
     if (live_ && !options_.reference && !event.object.namespaces.empty()) {
