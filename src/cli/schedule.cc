@@ -71,6 +71,8 @@ std::string ToYaml(const json& j) {
 
 // The PodScheduled condition the scheduler leaves on the pod (replacing any earlier one).
 void SetPodScheduled(const cycle::Placement& p, json* pod) {
+  // A PreEnqueue plugin other than SchedulingGates leaves the pod's status as it was.
+  if (p.gated && p.gating_plugin != "SchedulingGates") return;
   json cond = {{"type", "PodScheduled"}};
   if (!p.node.empty()) {
     cond["status"] = "True";

@@ -23,6 +23,7 @@
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
 #include "kplace/model/decode.h"
+#include "kplace/plugins/dynamic_resources_common.h"
 #include "kplace/reference/plugin.h"
 #include "kplace/state/event.h"
 
@@ -70,7 +71,11 @@ class Evaluator {
   virtual ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) = 0;
 };
 
-// resource.k8s.io objects.
+bool Has(const std::vector<std::string>& plugins, const char* name) {
+  return std::find(plugins.begin(), plugins.end(), name) != plugins.end();
+}
+
+// resource.k8s.io objects: DynamicResources looks them up afresh in each cycle.
 bool HasResourceObjects(const ObjectSet& o) {
   return !o.resource_claims.empty() || !o.resource_claim_templates.empty() || !o.device_classes.empty() ||
          !o.resource_slices.empty();
@@ -257,7 +262,7 @@ class ReferenceEvaluator final : public Evaluator {
         continue;
       }
       if (!s.IsSuccess()) {
-        out.status = PluginStatus::Error(StrCat("running PreFilter plugin \"", name, "\": ", s.Message()));
+        out.status = s.refused ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", name, "\": ", s.Message()));
         return out;
       }
       if (nodes) {
@@ -299,7 +304,7 @@ class ReferenceEvaluator final : public Evaluator {
       PluginStatus s = plugins_[name]->Filter(cycle_, *pod_, state_->nodes[i], *state_);
       if (s.IsSuccess()) continue;
       *plugin = name;
-      if (!s.IsRejected()) return PluginStatus::Error(StrCat("running \"", name, "\" filter plugin: ", s.Message()));
+      if (!s.IsRejected() && !s.refused) return PluginStatus::Error(StrCat("running \"", name, "\" filter plugin: ", s.Message()));
       return s;
     }
     return PluginStatus::Success();
@@ -648,28 +653,28 @@ class CycleScheduler final : public Scheduler {
       out.message = StrCat("Pod ", out.pod, " is already bound to node ", bound->node_name);
       return out;
     }
-    if (!pod.scheduling_gates.empty()) {  // SchedulingGates' PreEnqueue: the pod never enters a cycle
+    // PreEnqueue (MultiPoint order: SchedulingGates first): a rejected pod never enters a cycle.
+    if (!pod.scheduling_gates.empty()) {
       out.gated = true;
+      out.gating_plugin = "SchedulingGates";
       out.code = Code::kUnschedulableAndUnresolvable;
       out.message = "waiting for scheduling gates: [";
       for (size_t g = 0; g < pod.scheduling_gates.size(); ++g) out.message += (g ? " " : "") + pod.scheduling_gates[g];
       out.message += "]";
       return out;
     }
+    if (Has(ev->profile().pre_enqueue, plugins::dra::kName)) {
+      plugins::dra::PodClaims claims = plugins::dra::ResolveClaims(pod, objects(), &dra_index_);
+      if (!claims.status.IsSuccess()) {
+        out.gated = true;
+        out.gating_plugin = plugins::dra::kName;
+        out.code = claims.status.code;
+        out.message = claims.status.Message();
+        return out;
+      }
+    }
     ++cycle_;  // upstream's scheduling cycle counter, shared by the profiles
     expired_cycle_ = std::exchange(expire_batch_, false) ? cycle_ : -1;
-    if (!pod.resource_claims.empty()) {
-      // DynamicResources is not modelled: refused out loud rather than placed without it.
-      const PodResourceClaim& c = pod.resource_claims[0];
-      out.code = Code::kError;
-      out.message = c.resource_claim_name.empty()
-                        ? StrCat("kplace: allocating the ResourceClaim of pod ", out.pod, " claim \"", c.name,
-                                 "\" (from ResourceClaimTemplate ", pod.meta.namespace_, "/",
-                                 c.resource_claim_template_name, ") is not supported")
-                        : StrCat("kplace: allocating ResourceClaim ", pod.meta.namespace_, "/", c.resource_claim_name,
-                                 " is not supported");
-      return out;
-    }
     const int32_t n = static_cast<int32_t>(order_.size());
     if (n == 0) {
       out.code = Code::kUnschedulableAndUnresolvable;
@@ -683,7 +688,8 @@ class CycleScheduler final : public Scheduler {
       // Batched runs know nothing of nominated pods: while any exist, pods go one at a time.
       // Nor of OpportunisticBatching's hints, which change decisions: profiles that sign
       // pods take the per-pod cycle, which gives them.
-      if (nominated_.empty() && !signs_[ev_index]) {
+      // Nor of claims, which a bind changes (DynamicResources' PreBind): such pods go alone.
+      if (nominated_.empty() && !signs_[ev_index] && pod.resource_claims.empty()) {
         const int32_t start = next_start_;
         Placement b = ScheduleBatched(p, *batches_[ev_index], ev->profile(), out);
         // A failed pod of a profile with PostFilter takes the per-pod cycle, which keeps
@@ -792,7 +798,7 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, pre.status.Message(), {});
       out.unschedulable_plugins = SortedUnique(pre.rejectors);
       statuses.absent = pre.status;
-      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return PostFilter(pod, ev, ev_index, statuses, DraPreFilterRan(ev->profile(), pre), {}, std::move(out));
     }
 
     // A node's status for this pod: nominated pods that count there make the reference
@@ -837,11 +843,14 @@ class CycleScheduler final : public Scheduler {
           return out;
         }
         if (s.IsSuccess()) {
+          std::vector<ResourceClaim> reserved;
+          if (!PreBindClaims(pod, ev->profile(), &reserved, &out)) return out;
           out.feasible = 1;
           out.node = objects().nodes[target].meta.name;
           out.hinted = target == hint;
           Bind(pod, target);
           if (batch) batch->Store(cycle_, signature, hint, target, nullptr, {});
+          WriteClaims(std::move(reserved), &out);
           return out;
         }
         fast_failed = target;
@@ -934,11 +943,13 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, "", reasons);
       out.unschedulable_plugins = SortedUnique(std::move(rejectors));
       if (ev->profile().post_filter.empty()) return out;
+      std::vector<NodeIndex> dra_rejected;  // where DynamicResources' Filter ran and rejected
       for (NodeIndex i : rejected) {
         std::string plugin;
         statuses.nodes[objects().nodes[i].meta.name] = node_status(i, &plugin);
+        if (plugin == plugins::dra::kName) dra_rejected.push_back(i);
       }
-      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return PostFilter(pod, ev, ev_index, statuses, /*dra_ran=*/true, dra_rejected, std::move(out));
     }
     size_t chosen = 0;
     ScoreHeap rest;  // with a batch: the ranking without the chosen node
@@ -965,11 +976,62 @@ class CycleScheduler final : public Scheduler {
       out.score = scores.total[chosen];
       if (explain) Explain(*explain, feasible, scores);
     }
+    std::vector<ResourceClaim> reserved;
+    if (!PreBindClaims(pod, ev->profile(), &reserved, &out)) return out;
     NodeIndex host_node = feasible[chosen];
     out.node = objects().nodes[host_node].meta.name;
     Bind(pod, host_node);
     if (batch) batch->Store(cycle_, signature, hint, host_node, feasible.size() > 1 ? &rest : nullptr, skipped);
+    WriteClaims(std::move(reserved), &out);
     return out;
+  }
+
+  // Whether DynamicResources' PreFilter ran for the pod of `pre` (it writes its cycle state
+  // even when it rejects): an UnschedulableAndUnresolvable PreFilter ends the pass at the
+  // plugin that returned it (the last of the restricting ones when their node sets did not
+  // meet).
+  static bool DraPreFilterRan(const Profile& profile, const Evaluator::PreFilterOutcome& pre) {
+    auto at = [&](const std::string& name) {
+      return std::find(profile.pre_filter.begin(), profile.pre_filter.end(), name) - profile.pre_filter.begin();
+    };
+    const auto dra = at(plugins::dra::kName);
+    if (dra == static_cast<std::ptrdiff_t>(profile.pre_filter.size())) return false;
+    if (pre.status.code != Code::kUnschedulableAndUnresolvable) return true;
+    std::ptrdiff_t stop = -1;
+    for (const std::string& r : pre.rejectors) stop = std::max(stop, at(r));
+    return dra <= stop;
+  }
+
+  // DynamicResources' PreBind for `pod`, about to be bound: the claims it writes (the pod
+  // joins their status.reservedFor), applied by WriteClaims once the pod is bound. False,
+  // with `out` the refusal, when that write would fail the binding.
+  bool PreBindClaims(const Pod& pod, const Profile& profile, std::vector<ResourceClaim>* reserved, Placement* out) {
+    if (pod.resource_claims.empty() || !Has(profile.AllPlugins(), plugins::dra::kName)) return true;
+    const plugins::dra::PreFilterPlan plan = plugins::dra::PreFilter(pod, objects(), options_.gates, &dra_index_);
+    PluginStatus refusal;
+    *reserved = plugins::dra::ReserveClaims(pod, plan, &refusal);
+    if (!refusal.refused) return true;
+    out->code = Code::kError;
+    out->message = refusal.Message();
+    return false;
+  }
+
+  // ResourceClaims the scheduler wrote (PreBind's reservations, PostFilter's deallocation):
+  // later cycles see them as the informer would deliver the update.
+  void WriteClaims(std::vector<ResourceClaim> claims, Placement* out) {
+    for (ResourceClaim& c : claims) {
+      state::ClusterEvent e;
+      e.type = state::EventType::kModified;
+      e.kind = "ResourceClaim";
+      e.where = "kplace";
+      e.object.resource_claims.push_back(std::move(c));
+      absl::Status s = ApplyObjects(e);
+      if (!s.ok()) {
+        out->code = Code::kError;
+        out->message = StrCat("writing ResourceClaim ", e.Key(), ": ", s.message());
+        return;
+      }
+    }
   }
 
   // The cycle's ranking as upstream's heap (feasible order): pops the chosen node, leaves
@@ -1032,15 +1094,45 @@ class CycleScheduler final : public Scheduler {
     return i >= 0 && static_cast<size_t>(i) < objects().nodes.size() && removed_rows_.count(i) == 0;
   }
 
-  // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
-  // appends its message; a nomination is recorded and the victims start terminating.
-  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, Placement out) {
+  // The profile's PostFilter plugins after a failed cycle (`out` holds the FitError), as
+  // RunPostFilterPlugins runs them in order: the first Success or UnschedulableAndUnresolvable
+  // answers, an Error ends the pass, Unschedulable reasons are joined. DynamicResources
+  // deallocates a claim only this pod holds that some node found unavailable;
+  // DefaultPreemption nominates, and its victims start terminating. `dra_ran`: its PreFilter
+  // ran; `dra_rejected`: the nodes its Filter rejected.
+  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, bool dra_ran,
+                       const std::vector<NodeIndex>& dra_rejected, Placement out) {
     const Profile& profile = dry_[ev_index]->profile();
-    const bool preemption = std::find(profile.post_filter.begin(), profile.post_filter.end(), "DefaultPreemption") !=
-                            profile.post_filter.end();
+    std::vector<std::string> reasons;
+    std::vector<ResourceClaim> deallocated;
+    auto finish = [&](std::string message) {
+      out.post_filter_message = std::move(message);
+      if (!out.post_filter_message.empty()) out.message += " " + out.post_filter_message;
+      WriteClaims(std::move(deallocated), &out);
+      return std::move(out);
+    };
+    const bool preemption = Has(profile.post_filter, "DefaultPreemption");
+    for (const std::string& plugin : profile.post_filter) {
+      if (plugin != plugins::dra::kName) continue;
+      const plugins::dra::PreFilterPlan plan =
+          dra_ran ? plugins::dra::PreFilter(pod, objects(), options_.gates, &dra_index_) : plugins::dra::PreFilterPlan{};
+      std::vector<int32_t> unavailable;
+      for (NodeIndex i : dra_rejected) plugins::dra::Filter(plan, objects().nodes[i], &unavailable);
+      plugins::dra::PostFilterOutcome dra = plugins::dra::PostFilter(pod, dra_ran, plan, unavailable);
+      if (dra.deallocated) deallocated.push_back(std::move(*dra.deallocated));
+      // Runs before DefaultPreemption: an Error keeps it from running (and keeps any
+      // nomination: no PostFilter result).
+      if (!dra.status.IsRejected()) return finish(dra.status.Message());
+      reasons.insert(reasons.end(), dra.status.reasons.begin(), dra.status.reasons.end());
+    }
+    auto joined = [&] {
+      std::string m;
+      for (const std::string& r : reasons) m += (m.empty() ? "" : ", ") + r;
+      return m;
+    };
     if (!preemption) {
       if (!profile.post_filter.empty() || Nomination(out.pod)) ClearNomination(pod);
-      return out;
+      return finish(joined());
     }
     std::unique_ptr<DryRunHost> host;
     if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && snapshot_) {
@@ -1065,8 +1157,14 @@ class CycleScheduler final : public Scheduler {
     };
     std::vector<PodDisruptionBudget> pdbs = objects().pdbs;
     PostFilterResult r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
-    std::string msg = r.status.Message();
-    if (!msg.empty()) out.message += " " + msg;
+    if (r.status.refused) {  // the dry run reached what kplace does not model
+      out.code = Code::kError;
+      out.message = r.status.Message();
+      return std::move(out);
+    }
+    // Success and anything but Unschedulable answer alone; Unschedulable joins the reasons.
+    if (r.status.code == Code::kUnschedulable) reasons.insert(reasons.end(), r.status.reasons.begin(), r.status.reasons.end());
+    std::string msg = r.status.code == Code::kUnschedulable ? joined() : r.status.Message();
     if (r.status.code == Code::kError) out.code = Code::kError;
     PreemptionOutcome& po = out.preemption.emplace();
     for (const Candidate& c : r.candidates) {
@@ -1077,10 +1175,10 @@ class CycleScheduler final : public Scheduler {
     }
     po.decided_by = r.decided_by < kNumCandidateCriteria ? kCandidateCriteria[r.decided_by] : "first found";
     for (const auto& [node, st] : r.dry_run_statuses.nodes) po.rejected[node] = st.Message();
-    if (!r.has_result) return out;
+    if (!r.has_result) return finish(std::move(msg));
     if (!r.status.IsSuccess()) {
       ClearNomination(pod);
-      return out;
+      return finish(std::move(msg));
     }
     po.nominated_node = r.nominated_node;
     for (const Pod* v : r.victims) po.victims.push_back(ObjectKey(v->meta));
@@ -1093,7 +1191,7 @@ class CycleScheduler final : public Scheduler {
     }
     Nominate(nominated);
     Actuate(r.victims, profile.scheduler_name);
-    return out;
+    return finish(std::move(msg));
   }
 
   void ClearNomination(const Pod& pod) { nominated_.erase(ObjectKey(pod.meta)); }
@@ -1373,8 +1471,8 @@ class CycleScheduler final : public Scheduler {
     }
     if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty() ||
                   HasResourceObjects(event.object))) {
-      // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
-      // plugin (the resource.k8s.io kinds by none yet): changed in place.
+      // Read afresh in each cycle (default spread selectors, preemption's budgets,
+      // DynamicResources' claims and classes), kept by no plugin: changed in place.
       return ChangeInPlace(event, at, /*namespaces=*/false);
     }
     if (live_ && !options_.reference && !event.object.namespaces.empty()) {
@@ -1751,6 +1849,7 @@ class CycleScheduler final : public Scheduler {
   std::vector<Savepoint> savepoints_;  // open transactions, outermost first
   std::vector<UndoEntry> undo_;
   std::map<std::string, Pod> nominated_;  // pending pods holding a nomination, by key
+  plugins::dra::ResourceIndex dra_index_;  // DynamicResources' claim lookups in PreEnqueue, PreBind, PostFilter
   std::set<std::string> terminating_;     // victims whose deletion is pending
   // OpportunisticBatching, per profile: whether it signs pods, and its batch state.
   std::vector<bool> signs_;
