@@ -446,6 +446,37 @@ TEST_F(ScheduleCliTest, RealDumpKindsGatesOtherSchedulersAndClaims) {
   }
 }
 
+// The shape of `kubectl get all,pdb,pc,pv,pvc,sc,csinode,resourceclaims,resourceslices,
+// deviceclasses -A -o json` (and `kubectl get nodes -o json`), with every resource.k8s.io
+// kind: it loads, and each pod with claims gets upstream's outcome on both sides.
+TEST_F(ScheduleCliTest, KubectlDumpWithResourceClaimsLoadsAndDecides) {
+  const fs::path data = fs::path(KPLACE_SOURCE_DIR) / "tests" / "cli" / "testdata";
+  for (const char* engine : {"--backend=omp", "--reference"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", (data / "kubectl-get-nodes-dra.json").string(), "--cluster",
+                   (data / "kubectl-get-all-dra.json").string(), engine},
+                  &out),
+              0)
+        << engine;
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+    ASSERT_EQ(by_pod.size(), 8u) << out.dump(1);
+    // A generated claim, allocated on node-a for this pod; a shared claim on node-b that a
+    // running pod holds (sharing is unlimited).
+    EXPECT_EQ(by_pod["ml/trainer-0"]["node"], "node-a") << engine;
+    EXPECT_EQ(by_pod["ml/inference-1"]["node"], "node-b") << engine;
+    EXPECT_EQ(by_pod["ml/waits-0"]["status"], "Gated");
+    EXPECT_EQ(by_pod["ml/waits-0"]["message"], "Pod ml/waits-0: ResourceClaim not created yet");
+    EXPECT_EQ(by_pod["ml/missing-0"]["message"], "could not find ResourceClaim \"ml/gone\"");
+    // Allocating needs the allocator and the ResourceSlices: refused out loud.
+    EXPECT_EQ(by_pod["ml/fresh-0"]["status"], "Error");
+    EXPECT_EQ(by_pod["ml/fresh-0"]["message"], "kplace: allocating ResourceClaim ml/fresh-gpu is not supported");
+    EXPECT_EQ(by_pod["ml/gated-0"]["status"], "SchedulingGated");
+    EXPECT_EQ(by_pod["ml/other-0"]["status"], "OtherScheduler");
+    EXPECT_FALSE(by_pod["ml/web-0"]["node"].is_null());
+  }
+}
+
 // explain --output pods: the pending pods back, placed ones with spec.nodeName, every one
 // with its PodScheduled condition and the simulator's annotations (valgrind once reported a
 // use-after-free here: the annotations were read from a destroyed temporary).
