@@ -161,7 +161,7 @@ class BackendFramework final : public engine::Framework {
         continue;
       }
       if (!s.IsSuccess()) {
-        out.status = PluginStatus::Error("running PreFilter plugin \"" + std::string(p->Name()) + "\": " + s.Message());
+        out.status = s.refused ? s : PluginStatus::Error("running PreFilter plugin \"" + std::string(p->Name()) + "\": " + s.Message());
         out.failed_plugin = p->Name();
         break;
       }

@@ -192,7 +192,10 @@ std::string FilterSummary(const cycle::Placement& p, int32_t nodes_to_find, cons
 std::string ExplainTable(const cycle::Placement& p, int32_t nodes_to_find, const TableOptions& o) {
   std::string out = Paint(p.pod, kBold, o.color);
   if (p.other_scheduler) return out + ": not for this scheduler (no profile has its schedulerName): left alone\n";
-  if (p.gated) return out + ": " + Paint("scheduling gated", kYellow, o.color) + ": " + p.message + "\n";
+  if (p.gated && p.gating_plugin == "SchedulingGates") {
+    return out + ": " + Paint("scheduling gated", kYellow, o.color) + ": " + p.message + "\n";
+  }
+  if (p.gated) return out + ": " + Paint("gated by " + p.gating_plugin, kYellow, o.color) + " (PreEnqueue): " + p.message + "\n";
   std::vector<const cycle::NodeExplanation*> best_first;
   if (p.explanation) {
     for (const cycle::NodeExplanation& n : p.explanation->nodes) {

@@ -71,6 +71,8 @@ std::string ToYaml(const json& j) {
 
 // The PodScheduled condition the scheduler leaves on the pod (replacing any earlier one).
 void SetPodScheduled(const cycle::Placement& p, json* pod) {
+  // A PreEnqueue plugin other than SchedulingGates leaves the pod's status as it was.
+  if (p.gated && p.gating_plugin != "SchedulingGates") return;
   json cond = {{"type", "PodScheduled"}};
   if (!p.node.empty()) {
     cond["status"] = "True";
@@ -347,11 +349,12 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::map<std::string, std::string> seen_in;
   std::set<std::string> node_names;
   struct Counts {
-    size_t nodes, pods, namespaces, workloads, storage, pdbs, classes;
+    size_t nodes, pods, namespaces, workloads, storage, pdbs, classes, claims, templates, device_classes, slices;
   };
   auto counts = [](const ObjectSet& o) {
     return Counts{o.nodes.size(), o.pods.size(), o.namespaces.size(), o.workloads.size(), o.storage.size(),
-                  o.pdbs.size(), o.priority_classes.size()};
+                  o.pdbs.size(), o.priority_classes.size(), o.resource_claims.size(), o.resource_claim_templates.size(),
+                  o.device_classes.size(), o.resource_slices.size()};
   };
   // Notes the objects `o` gained since `from`, all read from `file`.
   auto note_new = [&](const ObjectSet& o, const Counts& from, const std::string& file) {
@@ -386,6 +389,18 @@ int Schedule(int argc, char** argv, bool explain_command) {
     for (size_t i = from.classes; i < o.priority_classes.size(); ++i) {
       if (!note("PriorityClass", o.priority_classes[i].meta, false)) return false;
     }
+    for (size_t i = from.claims; i < o.resource_claims.size(); ++i) {
+      if (!note("ResourceClaim", o.resource_claims[i].meta, true)) return false;
+    }
+    for (size_t i = from.templates; i < o.resource_claim_templates.size(); ++i) {
+      if (!note("ResourceClaimTemplate", o.resource_claim_templates[i].meta, true)) return false;
+    }
+    for (size_t i = from.device_classes; i < o.device_classes.size(); ++i) {
+      if (!note("DeviceClass", o.device_classes[i].meta, false)) return false;
+    }
+    for (size_t i = from.slices; i < o.resource_slices.size(); ++i) {
+      if (!note("ResourceSlice", o.resource_slices[i].meta, false)) return false;
+    }
     return true;
   };
   for (const std::string& f : cluster_files) {
@@ -415,6 +430,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     for (PodDisruptionBudget& b : set.pdbs) cluster.pdbs.push_back(std::move(b));
     for (PriorityClass& c : set.priority_classes) cluster.priority_classes.push_back(std::move(c));
+    // The claims a pending pod uses may come with it.
+    for (ResourceClaim& c : set.resource_claims) cluster.resource_claims.push_back(std::move(c));
+    for (ResourceClaimTemplate& t : set.resource_claim_templates) cluster.resource_claim_templates.push_back(std::move(t));
+    for (DeviceClass& c : set.device_classes) cluster.device_classes.push_back(std::move(c));
+    for (ResourceSlice& sl : set.resource_slices) cluster.resource_slices.push_back(std::move(sl));
   }
   {
     std::vector<Pod> bound;

@@ -279,6 +279,7 @@ absl::Status DecodeProfile(const json& j, const FieldPath& p, DecodedProfile* ou
     if (!seen) weights.push_back({e.name, e.weight == 0 ? 1 : e.weight});
   }
 
+  prof.pre_enqueue = Modelled(expanded[index_of(kPreEnqueueConfigPoint)]);
   prof.pre_filter = Modelled(expanded[index_of(kPreFilterConfigPoint)]);
   prof.filter = Modelled(expanded[index_of(kFilterConfigPoint)]);
   prof.post_filter = Modelled(expanded[index_of(kPostFilterConfigPoint)]);

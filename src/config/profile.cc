@@ -31,6 +31,9 @@ constexpr PluginInfo kDefaultPlugins[] = {
     {"VolumeZone", kPF | kF, 0},
     {"PodTopologySpread", kPF | kF | kPS | kS | kN, 2},
     {"InterPodAffinity", kPF | kF | kPS | kS | kN, 2},
+    // Inserted before DefaultPreemption whenever DynamicResourceAllocation is on (locked on
+    // since v1.35), with no weight; its Score (>= v1.36) has no PreScore to skip it.
+    {"DynamicResources", kPF | kF | kS | kN, 1},
     {"NodeResourcesBalancedAllocation", kPS | kS, 1},
     {"ImageLocality", kS, 1},
 };
@@ -65,8 +68,6 @@ constexpr RegisteredPlugin kOtherPlugins[] = {
     // PreEnqueue is its async-preemption hook.
     {"DefaultPreemption", kCfgPostFilter | kCfgPreEnqueue, true},
     {"DefaultBinder", kCfgBind, true},
-    {"DynamicResources",
-     kCfgPreEnqueue | kCfgPreFilter | kCfgFilter | kCfgPostFilter | kCfgScore | kCfgReserve | kCfgPreBind, false},
     {"NodeDeclaredFeatures", kCfgPreFilter | kCfgFilter, false},
 };
 
@@ -86,8 +87,10 @@ unsigned PluginConfigPoints(const std::string& name) {
     if (name == p.name) return p.points;
   }
   unsigned points = ToConfigPoints(PluginExtensionPoints(name));
-  // VolumeBinding also reserves and pre-binds the claims it chose.
+  // VolumeBinding also reserves and pre-binds the claims it chose; DynamicResources also
+  // waits for missing claims (PreEnqueue) and reserves claims. (Its PostFilter is not run yet.)
   if (name == "VolumeBinding") points |= kCfgReserve | kCfgPreBind;
+  if (name == "DynamicResources") points |= kCfgPreEnqueue | kCfgReserve | kCfgPreBind;
   return points;
 }
 
@@ -105,11 +108,13 @@ bool PluginIsRemoved(const std::string& name) {
 std::vector<WeightedPlugin> DefaultMultiPointPlugins() {
   std::vector<WeightedPlugin> out = {{"SchedulingGates", 0}, {"PrioritySort", 0}};
   for (const PluginInfo& info : kDefaultPlugins) {
-    // VolumeBinding carries no weight in the upstream list (it scores with 1).
-    int64_t weight = std::string_view(info.name) == "VolumeBinding" ? 0 : info.default_weight;
+    // VolumeBinding and DynamicResources carry no weight in the upstream list (they score
+    // with 1).
+    const std::string_view name = info.name;
+    int64_t weight = name == "VolumeBinding" || name == "DynamicResources" ? 0 : info.default_weight;
     out.push_back({info.name, weight});
     // DefaultPreemption sits between the filters and the score-only plugins.
-    if (std::string_view(info.name) == "InterPodAffinity") out.push_back({"DefaultPreemption", 0});
+    if (name == "DynamicResources") out.push_back({"DefaultPreemption", 0});
   }
   out.push_back({"DefaultBinder", 0});
   return out;
@@ -135,7 +140,9 @@ Profile DefaultProfile() {
     if (info.points & kPreScorePoint) p.pre_score.push_back(info.name);
     if (info.points & kScorePoint) p.score.push_back({info.name, info.default_weight});
   }
-  p.post_filter.push_back("DefaultPreemption");
+  // PreEnqueue and PostFilter in MultiPoint order.
+  p.pre_enqueue = {"SchedulingGates", "DynamicResources", "DefaultPreemption"};
+  p.post_filter = {"DefaultPreemption"};
   return p;
 }
 

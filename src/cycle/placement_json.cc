@@ -48,11 +48,14 @@ bool RejectedAtPreFilter(const Placement& p) {
 }
 
 // PreFilter's message inside FitError's text, "0/N nodes are available: <message>.", which
-// PostFilter may follow with " preemption: ...".
-std::string PreFilterMessage(const std::string& fit_error) {
-  size_t colon = fit_error.find(": ");
-  std::string m = colon == std::string::npos ? fit_error : fit_error.substr(colon + 2);
-  if (size_t post = m.find(" preemption: "); post != std::string::npos) m.resize(post);
+// the PostFilter plugins' message may follow after a space.
+std::string PreFilterMessage(const Placement& p) {
+  std::string m = p.message;
+  if (!p.post_filter_message.empty() && m.size() > p.post_filter_message.size()) {
+    m.resize(m.size() - p.post_filter_message.size() - 1);
+  }
+  size_t colon = m.find(": ");
+  if (colon != std::string::npos) m = m.substr(colon + 2);
   if (!m.empty() && m.back() == '.') m.pop_back();
   return m;
 }
@@ -63,7 +66,7 @@ json PreFilterStatuses(const Placement& p, const Profile& profile) {
   for (const std::string& plugin : profile.pre_filter) {
     const bool rejected = rejected_here && std::binary_search(p.unschedulable_plugins.begin(),
                                                               p.unschedulable_plugins.end(), plugin);
-    statuses[plugin] = rejected ? PreFilterMessage(p.message) : kSuccess;
+    statuses[plugin] = rejected ? PreFilterMessage(p) : kSuccess;
     // UnschedulableAndUnresolvable ends PreFilter at once; Unschedulable lets the rest run.
     if (rejected && p.code == Code::kUnschedulableAndUnresolvable) break;
   }
@@ -176,11 +179,12 @@ json PodAnnotations(const Placement& p, const Profile& profile, const std::strin
 json PlacementJson(const Placement& p, bool explain, const Profile& profile, const std::vector<json>& attempts) {
   json j = {{"pod", p.pod}, {"node", p.node.empty() ? json(nullptr) : json(p.node)}};
   j["status"] = !p.node.empty()      ? "Scheduled"
-                : p.gated            ? "SchedulingGated"
+                : p.gated            ? (p.gating_plugin == "SchedulingGates" ? "SchedulingGated" : "Gated")
                 : p.other_scheduler  ? "OtherScheduler"
                 : p.code == Code::kError ? "Error"
                                      : "Unschedulable";
   if (!p.message.empty()) j["message"] = p.message;
+  if (p.gated && p.gating_plugin != "SchedulingGates") j["gatingPlugin"] = p.gating_plugin;
   j["feasibleNodes"] = p.feasible;
   if (!p.node.empty()) j["score"] = p.score;
   if (p.hinted) j["hinted"] = true;  // OpportunisticBatching's hint: no filter pass, no scores

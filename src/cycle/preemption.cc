@@ -200,6 +200,10 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
       if (!non_violating.empty() && non_violating.size() + violating.size() >= static_cast<size_t>(num_candidates)) break;
       continue;
     }
+    if (st.refused) {  // the node's filters need what kplace does not model: no decision
+      out.refusal = std::move(st);
+      break;
+    }
     if (st.IsSuccess()) {
       st = PluginStatus::Error(StrCat("expected at least one victim pod on node ", GoQuote(host.NodeAt(node).meta.name)));
     }
@@ -308,6 +312,10 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
     int32_t n = static_cast<int32_t>(potential.size());
     int32_t offset = options.offset ? options.offset(n) : 0;
     dry = DryRunPreemption(host, pod, potential, pdbs, offset, NumCandidates(n, options.args));
+    if (dry.refusal) {
+      out.status = std::move(*dry.refusal);
+      return out;
+    }
     if (!dry.errors.empty() && dry.candidates.empty()) {
       std::string msg;
       for (size_t i = 0; i < dry.errors.size(); ++i) msg += (i ? ", " : "") + dry.errors[i];
@@ -453,14 +461,14 @@ struct ReferenceDryRunHost::Impl {
       if (s.IsSkip()) {
         skip.insert(n.first);
       } else if (!s.IsSuccess()) {
-        return s.IsRejected() ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
+        return s.IsRejected() || s.refused ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
       }
     }
     for (const Named& n : filter) {
       if (skip.count(n.first)) continue;
       PluginStatus s = n.second->Filter(state, p, work.nodes[node], work);
       if (s.IsSuccess()) continue;
-      if (!s.IsRejected()) return PluginStatus::Error(StrCat("running \"", n.first, "\" filter plugin: ", s.Message()));
+      if (!s.IsRejected() && !s.refused) return PluginStatus::Error(StrCat("running \"", n.first, "\" filter plugin: ", s.Message()));
       rejector = n.first;
       return s;
     }
@@ -482,7 +490,7 @@ struct ReferenceDryRunHost::Impl {
       if (s.IsSkip()) {
         skipped.insert(n.first);
       } else if (!s.IsSuccess() && pre_status.IsSuccess() && !PodDependentPreFilter(n.first)) {
-        pre_status = s.IsRejected() ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
+        pre_status = s.IsRejected() || s.refused ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", n.first, "\": ", s.Message()));
       }
     }
   }

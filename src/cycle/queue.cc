@@ -15,7 +15,7 @@ namespace {
 // without rejecting plugins.
 bool RetriesPods(const std::string& kind) {
   static const char* kUnregistered[] = {"Service", "ReplicaSet", "StatefulSet", "ReplicationController",
-                                        "PodDisruptionBudget", "PriorityClass"};
+                                        "PodDisruptionBudget", "PriorityClass", "ResourceClaimTemplate"};
   return std::none_of(std::begin(kUnregistered), std::end(kUnregistered), [&](const char* k) { return kind == k; });
 }
 
@@ -173,10 +173,13 @@ bool SchedulingQueue::Flush() {
       results_[it->second] = std::move(p);
     }
     const Placement& r = results_[slot_.at(ObjectKey(pod.meta))];
-    if (r.gated) {
+    if (r.gated && r.gating_plugin == "SchedulingGates") {
       gated_[ObjectKey(pod.meta)] = pod;
     } else if (r.node.empty() && !r.other_scheduler) {
-      unschedulable_[ObjectKey(pod.meta)] = Waiting{pod, r.unschedulable_plugins};
+      // Another PreEnqueue plugin's pod waits for the events that plugin registers, as an
+      // unschedulable pod waits for its rejectors'.
+      unschedulable_[ObjectKey(pod.meta)] =
+          Waiting{pod, r.gated ? std::vector<std::string>{r.gating_plugin} : r.unschedulable_plugins};
     }
   }
   return !stopped;

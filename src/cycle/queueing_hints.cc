@@ -67,6 +67,13 @@ std::vector<ActionType> PodUpdateActions(const Pod& before, const Pod& after, co
   }
   // Tolerations can only be added, so a count change is the whole test.
   if (after.tolerations.size() != before.tolerations.size()) out.push_back(action::kUpdatePodToleration);
+  auto same_claim = [](const PodResourceClaimStatus& a, const PodResourceClaimStatus& b) {
+    return a.name == b.name && a.resource_claim_name == b.resource_claim_name;
+  };
+  if (!std::equal(before.resource_claim_statuses.begin(), before.resource_claim_statuses.end(),
+                  after.resource_claim_statuses.begin(), after.resource_claim_statuses.end(), same_claim)) {
+    out.push_back(action::kUpdatePodGeneratedResourceClaim);
+  }
   if (out.empty()) out.push_back(action::kUpdate);
   return out;
 }
@@ -221,6 +228,14 @@ std::vector<Registration> Registrations(const std::string& plugin, const Feature
            {R::kAssignedPod, kDelete, Hint::kLimitsPodDelete},
            {R::kPersistentVolumeClaim, kAdd, Hint::kQueue},
            {R::kVolumeAttachment, kDelete, Hint::kQueue}};
+  } else if (plugin == "DynamicResources") {
+    // Its claim and pod hints read claims HintEvent does not carry (which claim UIDs the pod
+    // uses), so Queue; classes, slices and nodes have no hint.
+    out = {{R::kNode, kAdd | kUpdateNodeLabel | kUpdateNodeAllocatable, Hint::kQueue},
+           {R::kResourceClaim, kAdd | kUpdate, Hint::kQueue},
+           {R::kTargetPod, kUpdatePodGeneratedResourceClaim, Hint::kQueue},
+           {R::kDeviceClass, kAdd | kUpdate, Hint::kQueue},
+           {R::kResourceSlice, kAdd | kUpdate, Hint::kQueue}};
   } else if (plugin == "SchedulingGates") {
     out = {{R::kTargetPod, kUpdatePodSchedulingGatesEliminated, Hint::kQueue}};
   } else if (plugin == "DefaultPreemption") {
@@ -230,7 +245,7 @@ std::vector<Registration> Registrations(const std::string& plugin, const Feature
              plugin == "DefaultBinder") {
     // Not PreEnqueue/PreFilter/Filter/Reserve/Permit: the framework ignores their events.
   } else {
-    // No EnqueueExtensions known (DynamicResources is not modelled, out-of-tree plugins):
+    // No EnqueueExtensions known (out-of-tree plugins):
     // the framework's default registers every resource for every action.
     for (R r : {R::kPod, R::kNode, R::kPersistentVolume, R::kPersistentVolumeClaim, R::kCSINode, R::kCSIDriver,
                 R::kCSIStorageCapacity, R::kStorageClass, R::kResourceClaim, R::kDeviceClass}) {
@@ -631,6 +646,7 @@ class HintRunner {
 std::vector<std::string> EnqueuePlugins(const Profile& profile) {
   std::vector<std::string> out = profile.pre_filter;
   out.insert(out.end(), profile.filter.begin(), profile.filter.end());
+  out.insert(out.end(), profile.pre_enqueue.begin(), profile.pre_enqueue.end());
   out.push_back("SchedulingGates");  // PreEnqueue, in every default profile
   for (const std::string& p : profile.post_filter) {
     if (p == "DefaultPreemption") out.push_back(p);  // also a PreEnqueue plugin

@@ -24,6 +24,7 @@
 #include "kplace/engine/framework.h"
 #include "kplace/engine/snapshot.h"
 #include "kplace/model/decode.h"
+#include "kplace/plugins/dynamic_resources_common.h"
 #include "kplace/reference/plugin.h"
 #include "kplace/state/event.h"
 
@@ -71,6 +72,16 @@ class Evaluator {
    *  0) for the pod of the last Score: normalized and total. */
   virtual ScoreOutcome Normalize(const std::vector<std::vector<int64_t>>& raw, const std::vector<bool>& skipped) = 0;
 };
+
+bool Has(const std::vector<std::string>& plugins, const char* name) {
+  return std::find(plugins.begin(), plugins.end(), name) != plugins.end();
+}
+
+// resource.k8s.io objects: DynamicResources looks them up afresh in each cycle.
+bool HasResourceObjects(const ObjectSet& o) {
+  return !o.resource_claims.empty() || !o.resource_claim_templates.empty() || !o.device_classes.empty() ||
+         !o.resource_slices.empty();
+}
 
 std::string AbsentReason(std::vector<std::string> plugins) {
   std::sort(plugins.begin(), plugins.end());
@@ -254,7 +265,7 @@ class ReferenceEvaluator final : public Evaluator {
         continue;
       }
       if (!s.IsSuccess()) {
-        out.status = PluginStatus::Error(StrCat("running PreFilter plugin \"", name, "\": ", s.Message()));
+        out.status = s.refused ? s : PluginStatus::Error(StrCat("running PreFilter plugin \"", name, "\": ", s.Message()));
         return out;
       }
       if (nodes) {
@@ -296,7 +307,7 @@ class ReferenceEvaluator final : public Evaluator {
       PluginStatus s = plugins_[name]->Filter(cycle_, *pod_, state_->nodes[i], *state_);
       if (s.IsSuccess()) continue;
       *plugin = name;
-      if (!s.IsRejected()) return PluginStatus::Error(StrCat("running \"", name, "\" filter plugin: ", s.Message()));
+      if (!s.IsRejected() && !s.refused) return PluginStatus::Error(StrCat("running \"", name, "\" filter plugin: ", s.Message()));
       return s;
     }
     return PluginStatus::Success();
@@ -648,28 +659,28 @@ class CycleScheduler final : public Scheduler {
       out.message = StrCat("Pod ", out.pod, " is already bound to node ", bound->node_name);
       return out;
     }
-    if (!pod.scheduling_gates.empty()) {  // SchedulingGates' PreEnqueue: the pod never enters a cycle
+    // PreEnqueue (MultiPoint order: SchedulingGates first): a rejected pod never enters a cycle.
+    if (!pod.scheduling_gates.empty()) {
       out.gated = true;
+      out.gating_plugin = "SchedulingGates";
       out.code = Code::kUnschedulableAndUnresolvable;
       out.message = "waiting for scheduling gates: [";
       for (size_t g = 0; g < pod.scheduling_gates.size(); ++g) out.message += (g ? " " : "") + pod.scheduling_gates[g];
       out.message += "]";
       return out;
     }
+    if (Has(ev->profile().pre_enqueue, plugins::dra::kName)) {
+      plugins::dra::PodClaims claims = plugins::dra::ResolveClaims(pod, objects(), &dra_index_);
+      if (!claims.status.IsSuccess()) {
+        out.gated = true;
+        out.gating_plugin = plugins::dra::kName;
+        out.code = claims.status.code;
+        out.message = claims.status.Message();
+        return out;
+      }
+    }
     ++cycle_;  // upstream's scheduling cycle counter, shared by the profiles
     expired_cycle_ = std::exchange(expire_batch_, false) ? cycle_ : -1;
-    if (!pod.resource_claims.empty()) {
-      // DynamicResources is not modelled: refused out loud rather than placed without it.
-      const PodResourceClaim& c = pod.resource_claims[0];
-      out.code = Code::kError;
-      out.message = c.resource_claim_name.empty()
-                        ? StrCat("kplace: allocating the ResourceClaim of pod ", out.pod, " claim \"", c.name,
-                                 "\" (from ResourceClaimTemplate ", pod.meta.namespace_, "/",
-                                 c.resource_claim_template_name, ") is not supported")
-                        : StrCat("kplace: allocating ResourceClaim ", pod.meta.namespace_, "/", c.resource_claim_name,
-                                 " is not supported");
-      return out;
-    }
     const int32_t n = static_cast<int32_t>(order_.size());
     if (n == 0) {
       out.code = Code::kUnschedulableAndUnresolvable;
@@ -683,7 +694,8 @@ class CycleScheduler final : public Scheduler {
       // Batched runs know nothing of nominated pods: while any exist, pods go one at a time.
       // Nor of OpportunisticBatching's hints, which change decisions: profiles that sign
       // pods take the per-pod cycle, which gives them.
-      if (nominated_.empty() && !signs_[ev_index]) {
+      // Nor of claims, which a bind changes (DynamicResources' PreBind): such pods go alone.
+      if (nominated_.empty() && !signs_[ev_index] && pod.resource_claims.empty()) {
         const int32_t start = next_start_;
         Placement b = ScheduleBatched(p, *batches_[ev_index], ev->profile(), out);
         // A failed pod of a profile with PostFilter takes the per-pod cycle, which keeps
@@ -797,7 +809,7 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, pre.status.Message(), {});
       out.unschedulable_plugins = SortedUnique(pre.rejectors);
       statuses.absent = pre.status;
-      return TimedPostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return TimedPostFilter(pod, ev, ev_index, statuses, DraPreFilterRan(ev->profile(), pre), {}, std::move(out));
     }
 
     // A node's status for this pod: nominated pods that count there make the reference
@@ -847,6 +859,8 @@ class CycleScheduler final : public Scheduler {
           return out;
         }
         if (s.IsSuccess()) {
+          std::vector<ResourceClaim> reserved;
+          if (!PreBindClaims(pod, ev->profile(), &reserved, &out)) return out;
           out.feasible = 1;
           out.node = objects().nodes[target].meta.name;
           out.hinted = target == hint;
@@ -856,6 +870,7 @@ class CycleScheduler final : public Scheduler {
             Bind(pod, target);
           }
           if (batch) batch->Store(cycle_, std::nullopt, hint, target, nullptr, {});  // no ranking to keep
+          WriteClaims(std::move(reserved), &out);
           return out;
         }
         fast_failed = target;
@@ -955,10 +970,14 @@ class CycleScheduler final : public Scheduler {
       out.message = FitErrorMessage(n, "", reasons);
       out.unschedulable_plugins = SortedUnique(std::move(rejectors));
       if (ev->profile().post_filter.empty()) return out;
+      std::vector<NodeIndex> dra_rejected;  // where DynamicResources' Filter ran and rejected
+      for (size_t j = 0; j < rejected.size(); ++j) {
+        if (verdicts[verdict_of[j]].plugin == plugins::dra::kName) dra_rejected.push_back(rejected[j]);
+      }
       // Nodes rejected alike share their verdict's status (VerdictKey: equal statuses).
       for (Verdicts& e : verdicts) statuses.Add(std::move(e.status));
       for (size_t j = 0; j < rejected.size(); ++j) statuses.Set(rejected[j], verdict_of[j]);
-      return TimedPostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return TimedPostFilter(pod, ev, ev_index, statuses, /*dra_ran=*/true, dra_rejected, std::move(out));
     }
     size_t chosen = 0;
     ScoreHeap rest;  // with a batch: the ranking without the chosen node
@@ -992,6 +1011,8 @@ class CycleScheduler final : public Scheduler {
       out.score = scores.total[chosen];
       if (explain) Explain(*explain, feasible, scores);
     }
+    std::vector<ResourceClaim> reserved;
+    if (!PreBindClaims(pod, ev->profile(), &reserved, &out)) return out;
     NodeIndex host_node = feasible[chosen];
     out.node = objects().nodes[host_node].meta.name;
     {
@@ -1002,7 +1023,56 @@ class CycleScheduler final : public Scheduler {
       const bool ranked = feasible.size() > 1 && host_node != hint;  // a new state, if the pod signs
       batch->Store(cycle_, ranked ? sign() : std::nullopt, hint, host_node, ranked ? &rest : nullptr, skipped);
     }
+    WriteClaims(std::move(reserved), &out);
     return out;
+  }
+
+  // Whether DynamicResources' PreFilter ran for the pod of `pre` (it writes its cycle state
+  // even when it rejects): an UnschedulableAndUnresolvable PreFilter ends the pass at the
+  // plugin that returned it (the last of the restricting ones when their node sets did not
+  // meet).
+  static bool DraPreFilterRan(const Profile& profile, const Evaluator::PreFilterOutcome& pre) {
+    auto at = [&](const std::string& name) {
+      return std::find(profile.pre_filter.begin(), profile.pre_filter.end(), name) - profile.pre_filter.begin();
+    };
+    const auto dra = at(plugins::dra::kName);
+    if (dra == static_cast<std::ptrdiff_t>(profile.pre_filter.size())) return false;
+    if (pre.status.code != Code::kUnschedulableAndUnresolvable) return true;
+    std::ptrdiff_t stop = -1;
+    for (const std::string& r : pre.rejectors) stop = std::max(stop, at(r));
+    return dra <= stop;
+  }
+
+  // DynamicResources' PreBind for `pod`, about to be bound: the claims it writes (the pod
+  // joins their status.reservedFor), applied by WriteClaims once the pod is bound. False,
+  // with `out` the refusal, when that write would fail the binding.
+  bool PreBindClaims(const Pod& pod, const Profile& profile, std::vector<ResourceClaim>* reserved, Placement* out) {
+    if (pod.resource_claims.empty() || !Has(profile.AllPlugins(), plugins::dra::kName)) return true;
+    const plugins::dra::PreFilterPlan plan = plugins::dra::PreFilter(pod, objects(), options_.gates, &dra_index_);
+    PluginStatus refusal;
+    *reserved = plugins::dra::ReserveClaims(pod, plan, &refusal);
+    if (!refusal.refused) return true;
+    out->code = Code::kError;
+    out->message = refusal.Message();
+    return false;
+  }
+
+  // ResourceClaims the scheduler wrote (PreBind's reservations, PostFilter's deallocation):
+  // later cycles see them as the informer would deliver the update.
+  void WriteClaims(std::vector<ResourceClaim> claims, Placement* out) {
+    for (ResourceClaim& c : claims) {
+      state::ClusterEvent e;
+      e.type = state::EventType::kModified;
+      e.kind = "ResourceClaim";
+      e.where = "kplace";
+      e.object.resource_claims.push_back(std::move(c));
+      absl::Status s = ApplyObjects(e);
+      if (!s.ok()) {
+        out->code = Code::kError;
+        out->message = StrCat("writing ResourceClaim ", e.Key(), ": ", s.message());
+        return;
+      }
+    }
   }
 
   // The cycle's ranking as upstream's heap (feasible order): pops the chosen node, leaves
@@ -1068,30 +1138,60 @@ class CycleScheduler final : public Scheduler {
   }
 
   // PostFilter, timed when the profile has PostFilter plugins (upstream observes it then only).
-  Placement TimedPostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses,
-                            Placement out) {
+  Placement TimedPostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, bool dra_ran,
+                            const std::vector<NodeIndex>& dra_rejected, Placement out) {
     if (!options_.time_extension_points || ev->profile().post_filter.empty()) {
-      return PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      return PostFilter(pod, ev, ev_index, statuses, dra_ran, dra_rejected, std::move(out));
     }
     PointTimes spent;
     Placement result;
     {
       const PointTimer timer(&spent, kTimedPostFilter);
-      result = PostFilter(pod, ev, ev_index, statuses, std::move(out));
+      result = PostFilter(pod, ev, ev_index, statuses, dra_ran, dra_rejected, std::move(out));
     }
     result.times.Add(kTimedPostFilter, spent.seconds[kTimedPostFilter]);
     return result;
   }
 
-  // The profile's PostFilter after a failed cycle (`out` holds the FitError): DefaultPreemption
-  // appends its message; a nomination is recorded and the victims start terminating.
-  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, Placement out) {
+  // The profile's PostFilter plugins after a failed cycle (`out` holds the FitError), as
+  // RunPostFilterPlugins runs them in order: the first Success or UnschedulableAndUnresolvable
+  // answers, an Error ends the pass, Unschedulable reasons are joined. DynamicResources
+  // deallocates a claim only this pod holds that some node found unavailable;
+  // DefaultPreemption nominates, and its victims start terminating. `dra_ran`: its PreFilter
+  // ran; `dra_rejected`: the nodes its Filter rejected.
+  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses, bool dra_ran,
+                       const std::vector<NodeIndex>& dra_rejected, Placement out) {
     const Profile& profile = dry_[ev_index]->profile();
-    const bool preemption = std::find(profile.post_filter.begin(), profile.post_filter.end(), "DefaultPreemption") !=
-                            profile.post_filter.end();
+    std::vector<std::string> reasons;
+    std::vector<ResourceClaim> deallocated;
+    auto finish = [&](std::string message) {
+      out.post_filter_message = std::move(message);
+      if (!out.post_filter_message.empty()) out.message += " " + out.post_filter_message;
+      WriteClaims(std::move(deallocated), &out);
+      return std::move(out);
+    };
+    const bool preemption = Has(profile.post_filter, "DefaultPreemption");
+    for (const std::string& plugin : profile.post_filter) {
+      if (plugin != plugins::dra::kName) continue;
+      const plugins::dra::PreFilterPlan plan =
+          dra_ran ? plugins::dra::PreFilter(pod, objects(), options_.gates, &dra_index_) : plugins::dra::PreFilterPlan{};
+      std::vector<int32_t> unavailable;
+      for (NodeIndex i : dra_rejected) plugins::dra::Filter(plan, objects().nodes[i], &unavailable);
+      plugins::dra::PostFilterOutcome dra = plugins::dra::PostFilter(pod, dra_ran, plan, unavailable);
+      if (dra.deallocated) deallocated.push_back(std::move(*dra.deallocated));
+      // Runs before DefaultPreemption: an Error keeps it from running (and keeps any
+      // nomination: no PostFilter result).
+      if (!dra.status.IsRejected()) return finish(dra.status.Message());
+      reasons.insert(reasons.end(), dra.status.reasons.begin(), dra.status.reasons.end());
+    }
+    auto joined = [&] {
+      std::string m;
+      for (const std::string& r : reasons) m += (m.empty() ? "" : ", ") + r;
+      return m;
+    };
     if (!preemption) {
       if (!profile.post_filter.empty() || Nomination(out.pod)) ClearNomination(pod);
-      return out;
+      return finish(joined());
     }
     std::unique_ptr<DryRunHost> host;
     if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && snapshot_) {
@@ -1116,8 +1216,14 @@ class CycleScheduler final : public Scheduler {
     };
     std::vector<PodDisruptionBudget> pdbs = objects().pdbs;
     PostFilterResult r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
-    std::string msg = r.status.Message();
-    if (!msg.empty()) out.message += " " + msg;
+    if (r.status.refused) {  // the dry run reached what kplace does not model
+      out.code = Code::kError;
+      out.message = r.status.Message();
+      return std::move(out);
+    }
+    // Success and anything but Unschedulable answer alone; Unschedulable joins the reasons.
+    if (r.status.code == Code::kUnschedulable) reasons.insert(reasons.end(), r.status.reasons.begin(), r.status.reasons.end());
+    std::string msg = r.status.code == Code::kUnschedulable ? joined() : r.status.Message();
     if (r.status.code == Code::kError) out.code = Code::kError;
     PreemptionOutcome& po = out.preemption.emplace();
     for (const Candidate& c : r.candidates) {
@@ -1131,10 +1237,10 @@ class CycleScheduler final : public Scheduler {
       const int32_t row_i = static_cast<int32_t>(row);
       if (r.dry_run_statuses.Has(row_i)) po.rejected[objects().nodes[row].meta.name] = r.dry_run_statuses.Get(row_i).Message();
     }
-    if (!r.has_result) return out;
+    if (!r.has_result) return finish(std::move(msg));
     if (!r.status.IsSuccess()) {
       ClearNomination(pod);
-      return out;
+      return finish(std::move(msg));
     }
     po.nominated_node = r.nominated_node;
     for (const Pod* v : r.victims) po.victims.push_back(ObjectKey(v->meta));
@@ -1147,7 +1253,7 @@ class CycleScheduler final : public Scheduler {
     }
     Nominate(nominated);
     Actuate(r.victims, profile.scheduler_name);
-    return out;
+    return finish(std::move(msg));
   }
 
   void ClearNomination(const Pod& pod) { nominated_.erase(ObjectKey(pod.meta)); }
@@ -1267,6 +1373,10 @@ class CycleScheduler final : public Scheduler {
     out.configs = o.configs;
     out.pdbs = o.pdbs;
     out.priority_classes = o.priority_classes;
+    out.resource_claims = o.resource_claims;
+    out.resource_claim_templates = o.resource_claim_templates;
+    out.device_classes = o.device_classes;
+    out.resource_slices = o.resource_slices;
     return out;
   }
 
@@ -1421,9 +1531,10 @@ class CycleScheduler final : public Scheduler {
       auto it = node_index_.find(event.object.nodes[0].meta.name);
       if (it != node_index_.end()) return RemoveNode(it->second);  // else the object set's NotFound below
     }
-    if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty())) {
-      // Read afresh in each cycle (default spread selectors, preemption's budgets), kept by no
-      // plugin: changed in place.
+    if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() || !event.object.priority_classes.empty() ||
+                  HasResourceObjects(event.object))) {
+      // Read afresh in each cycle (default spread selectors, preemption's budgets,
+      // DynamicResources' claims and classes), kept by no plugin: changed in place.
       return ChangeInPlace(event, at, /*namespaces=*/false);
     }
     if (live_ && !options_.reference && !event.object.namespaces.empty()) {
@@ -1803,6 +1914,7 @@ class CycleScheduler final : public Scheduler {
   std::vector<Savepoint> savepoints_;  // open transactions, outermost first
   std::vector<UndoEntry> undo_;
   std::map<std::string, Pod> nominated_;  // pending pods holding a nomination, by key
+  plugins::dra::ResourceIndex dra_index_;  // DynamicResources' claim lookups in PreEnqueue, PreBind, PostFilter
   std::set<std::string> terminating_;     // victims whose deletion is pending
   // OpportunisticBatching, per profile: whether it signs pods, and its batch state.
   std::vector<bool> signs_;

@@ -21,6 +21,7 @@ const std::map<std::string, bool>& DefaultGates() {
       {"PodLevelResources", true},
       {"InPlacePodVerticalScaling", true},
       {"DRAExtendedResource", false},
+      {"DRAPrioritizedList", true},  // beta since v1.34: claims may list alternatives (firstAvailable)
       {"TaintTolerationComparisonOperators", false},
       {"MatchLabelKeysInPodAffinity", true},
       {"MatchLabelKeysInPodTopologySpread", true},

@@ -170,7 +170,7 @@ std::string KindAndKey(std::string_view kind, JsonView j) {
   }
   bool namespaced = kind == "Pod" || kind == "Service" || kind == "ReplicaSet" || kind == "StatefulSet" ||
                     kind == "ReplicationController" || kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity" ||
-                    kind == "PodDisruptionBudget";
+                    kind == "PodDisruptionBudget" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate";
   if (ns.empty() && namespaced) ns = "default";  // as the API server would default it
   return StrCat(kind, " ", ns.empty() ? "" : StrCat(ns, "/"), name);
 }
@@ -488,6 +488,17 @@ absl::Status DecodePodStatus(const Reader& r, JsonView st, const std::string& p,
   KPLACE_RETURN_IF_ERROR(r.String(st, "nominatedNodeName", p, &pod->nominated_node_name));
   std::string start;
   KPLACE_RETURN_IF_ERROR(Timestamp(r, st, "startTime", p, &start, &pod->start_time_ns));
+  KPLACE_RETURN_IF_ERROR(r.Array(st, "resourceClaimStatuses", p, [&](JsonView c, const std::string& cp) -> absl::Status {
+    PodResourceClaimStatus status;
+    KPLACE_RETURN_IF_ERROR(r.String(c, "name", cp, &status.name));
+    if (Reader::Has(c, "resourceClaimName")) {
+      std::string name;
+      KPLACE_RETURN_IF_ERROR(r.String(c, "resourceClaimName", cp, &name));
+      status.resource_claim_name = std::move(name);
+    }
+    pod->resource_claim_statuses.push_back(std::move(status));
+    return absl::OkStatus();
+  }));
   return r.Array(st, "conditions", p, [&](JsonView c, const std::string& cp) -> absl::Status {
     PodCondition cond;
     KPLACE_RETURN_IF_ERROR(r.String(c, "type", cp, &cond.type));
@@ -615,6 +626,12 @@ absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p,
     KPLACE_RETURN_IF_ERROR(r.String(c, "resourceClaimName", cp, &claim.resource_claim_name));
     KPLACE_RETURN_IF_ERROR(r.String(c, "resourceClaimTemplateName", cp, &claim.resource_claim_template_name));
     if (claim.name.empty()) return r.Error(Reader::Join(cp, "name"), "Required value");
+    // ValidatePodResourceClaim: one source, exactly (the plugin's ErrAPIUnsupported otherwise).
+    const bool by_name = !claim.resource_claim_name.empty(), by_template = !claim.resource_claim_template_name.empty();
+    if (r.strict() && by_name == by_template) {
+      return r.Error(cp, by_name ? "Invalid value: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified"
+                                 : "Invalid value: must specify one of: `resourceClaimName`, `resourceClaimTemplateName`");
+    }
     pod->resource_claims.push_back(std::move(claim));
     return absl::OkStatus();
   }));
@@ -747,6 +764,166 @@ absl::StatusOr<PriorityClass> DecodePriorityClass(JsonView j, std::string_view w
   KPLACE_RETURN_IF_ERROR(r.Bool(j, "globalDefault", "", &pc.global_default));
   KPLACE_RETURN_IF_ERROR(PreemptionPolicy(r, j, "", &pc.preemption_policy));
   return pc;
+}
+
+namespace {
+
+// resource.k8s.io versions whose fields DynamicResources reads are the same (v1beta1 puts
+// exactly's deviceClassName on the request itself); `*v1beta1` says which shape to read.
+absl::Status ResourceApiVersion(const Reader& r, JsonView j, bool* v1beta1) {
+  std::string version;
+  KPLACE_RETURN_IF_ERROR(r.String(j, "apiVersion", "", &version));
+  *v1beta1 = version == "resource.k8s.io/v1beta1";
+  if (version.empty() || version == "resource.k8s.io/v1" || version == "resource.k8s.io/v1beta2" || *v1beta1) {
+    return absl::OkStatus();
+  }
+  return r.Error("apiVersion", StrCat("unsupported version ", GoQuote(version),
+                                      ": kplace reads resource.k8s.io/v1, v1beta2 and v1beta1"));
+}
+
+// The metadata and the version of a resource.k8s.io object.
+absl::Status ResourceMeta(const Reader& r, JsonView j, ObjectMeta* meta, bool namespaced, bool* v1beta1) {
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, meta, namespaced, /*labels=*/true));
+  return ResourceApiVersion(r, j, v1beta1);
+}
+
+absl::Status RequiredString(const Reader& r, JsonView j, const char* key, std::string_view path, std::string* out) {
+  KPLACE_RETURN_IF_ERROR(r.String(j, key, path, out));
+  if (r.strict() && out->empty()) return r.Error(Reader::Join(path, key), "Required value");
+  return absl::OkStatus();
+}
+
+// spec.devices.requests (of a claim, or of a template's claim spec) at `devices`.
+absl::Status DecodeDeviceRequests(const Reader& r, JsonView devices, const std::string& p, bool v1beta1,
+                                  std::vector<DeviceRequest>* out) {
+  return r.Array(devices, "requests", p, [&](JsonView q, const std::string& qp) -> absl::Status {
+    if (!q.is_object()) return r.Error(qp, StrCat("expected an object, got ", q.type_name()));
+    DeviceRequest req;
+    KPLACE_RETURN_IF_ERROR(RequiredString(r, q, "name", qp, &req.name));
+    if (v1beta1) {
+      req.exactly = Reader::Has(q, "deviceClassName");
+      KPLACE_RETURN_IF_ERROR(r.String(q, "deviceClassName", qp, &req.device_class_name));
+    } else {
+      KPLACE_RETURN_IF_ERROR(r.Object(q, "exactly", qp, [&](JsonView e, const std::string& ep) {
+        req.exactly = true;
+        return RequiredString(r, e, "deviceClassName", ep, &req.device_class_name);
+      }));
+    }
+    KPLACE_RETURN_IF_ERROR(r.Array(q, "firstAvailable", qp, [&](JsonView f, const std::string& fp) -> absl::Status {
+      if (!f.is_object()) return r.Error(fp, StrCat("expected an object, got ", f.type_name()));
+      DeviceSubRequest sub;
+      KPLACE_RETURN_IF_ERROR(RequiredString(r, f, "name", fp, &sub.name));
+      KPLACE_RETURN_IF_ERROR(RequiredString(r, f, "deviceClassName", fp, &sub.device_class_name));
+      req.first_available.push_back(std::move(sub));
+      return absl::OkStatus();
+    }));
+    if (r.strict() && req.exactly == !req.first_available.empty()) {
+      return r.Error(qp, v1beta1 ? "Invalid value: exactly one of deviceClassName or firstAvailable must be set"
+                                 : "Invalid value: exactly one of exactly or firstAvailable must be set");
+    }
+    out->push_back(std::move(req));
+    return absl::OkStatus();
+  });
+}
+
+// A NodeSelector object at j[key] (ValidateNodeSelector: at least one term).
+absl::Status OptionalNodeSelector(const Reader& r, JsonView j, const char* key, const std::string& p,
+                                  std::optional<NodeSelector>* out) {
+  return r.Object(j, key, p, [&](JsonView s, const std::string& sp) -> absl::Status {
+    NodeSelector selector;
+    KPLACE_RETURN_IF_ERROR(r.Array(s, "nodeSelectorTerms", sp, [&](JsonView t, const std::string& tp) {
+      selector.terms.emplace_back();
+      return DecodeNodeSelectorTerm(r, t, tp, &selector.terms.back());
+    }));
+    if (r.strict() && selector.terms.empty()) {
+      return r.Error(Reader::Join(sp, "nodeSelectorTerms"), "Required value: must have at least one node selector term");
+    }
+    *out = std::move(selector);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where) {
+  Reader r(Prefix(where, "ResourceClaim", j));
+  ResourceClaim claim;
+  bool v1beta1 = false;
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &claim.meta, /*namespaced=*/true, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
+    return r.Object(spec, "devices", p, [&](JsonView d, const std::string& dp) {
+      return DecodeDeviceRequests(r, d, dp, v1beta1, &claim.requests);
+    });
+  }));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](JsonView st, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.Object(st, "allocation", p, [&](JsonView a, const std::string& ap) {
+      claim.allocated = true;
+      return OptionalNodeSelector(r, a, "nodeSelector", ap, &claim.allocation_node_selector);
+    }));
+    KPLACE_RETURN_IF_ERROR(r.Array(st, "reservedFor", p, [&](JsonView c, const std::string& cp) -> absl::Status {
+      if (!c.is_object()) return r.Error(cp, StrCat("expected an object, got ", c.type_name()));
+      ResourceClaimConsumerReference ref;
+      KPLACE_RETURN_IF_ERROR(r.String(c, "apiGroup", cp, &ref.api_group));
+      KPLACE_RETURN_IF_ERROR(RequiredString(r, c, "resource", cp, &ref.resource));
+      KPLACE_RETURN_IF_ERROR(RequiredString(r, c, "name", cp, &ref.name));
+      KPLACE_RETURN_IF_ERROR(RequiredString(r, c, "uid", cp, &ref.uid));
+      claim.reserved_for.push_back(std::move(ref));
+      return absl::OkStatus();
+    }));
+    if (claim.reserved_for.size() > kResourceClaimReservedForMaxSize) {
+      return r.Error(Reader::Join(p, "reservedFor"), StrCat("Too many: ", claim.reserved_for.size(), ": must have at most ",
+                                                            kResourceClaimReservedForMaxSize, " items"));
+    }
+    return absl::OkStatus();
+  }));
+  return claim;
+}
+
+absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where) {
+  Reader r(Prefix(where, "ResourceClaimTemplate", j));
+  ResourceClaimTemplate t;
+  bool v1beta1 = false;
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &t.meta, /*namespaced=*/true, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
+    return r.Object(spec, "spec", p, [&](JsonView claim, const std::string& cp) {
+      return r.Object(claim, "devices", cp, [&](JsonView d, const std::string& dp) {
+        return DecodeDeviceRequests(r, d, dp, v1beta1, &t.requests);
+      });
+    });
+  }));
+  return t;
+}
+
+absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where) {
+  Reader r(Prefix(where, "DeviceClass", j));
+  DeviceClass c;
+  bool v1beta1 = false;
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &c.meta, /*namespaced=*/false, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
+    return r.String(spec, "extendedResourceName", p, &c.extended_resource_name);
+  }));
+  return c;
+}
+
+absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where) {
+  Reader r(Prefix(where, "ResourceSlice", j));
+  ResourceSlice slice;
+  bool v1beta1 = false;
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &slice.meta, /*namespaced=*/false, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(RequiredString(r, spec, "driver", p, &slice.driver));
+    KPLACE_RETURN_IF_ERROR(r.Object(spec, "pool", p, [&](JsonView pool, const std::string& pp) {
+      return r.String(pool, "name", pp, &slice.pool);
+    }));
+    KPLACE_RETURN_IF_ERROR(r.String(spec, "nodeName", p, &slice.node_name));
+    KPLACE_RETURN_IF_ERROR(r.Bool(spec, "allNodes", p, &slice.all_nodes));
+    KPLACE_RETURN_IF_ERROR(OptionalNodeSelector(r, spec, "nodeSelector", p, &slice.node_selector));
+    return r.Array(spec, "devices", p, [&](JsonView, const std::string&) {
+      ++slice.devices;
+      return absl::OkStatus();
+    });
+  }));
+  return slice;
 }
 
 absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods, std::string_view where) {
@@ -884,6 +1061,18 @@ absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view f
   } else if (kind == "PriorityClass") {
     KPLACE_ASSIGN_OR_RETURN(PriorityClass pc, DecodePriorityClass(doc, file));
     out->priority_classes.push_back(std::move(pc));
+  } else if (kind == "ResourceClaim") {
+    KPLACE_ASSIGN_OR_RETURN(ResourceClaim c, DecodeResourceClaim(doc, file));
+    out->resource_claims.push_back(std::move(c));
+  } else if (kind == "ResourceClaimTemplate") {
+    KPLACE_ASSIGN_OR_RETURN(ResourceClaimTemplate t, DecodeResourceClaimTemplate(doc, file));
+    out->resource_claim_templates.push_back(std::move(t));
+  } else if (kind == "DeviceClass") {
+    KPLACE_ASSIGN_OR_RETURN(DeviceClass c, DecodeDeviceClass(doc, file));
+    out->device_classes.push_back(std::move(c));
+  } else if (kind == "ResourceSlice") {
+    KPLACE_ASSIGN_OR_RETURN(ResourceSlice sl, DecodeResourceSlice(doc, file));
+    out->resource_slices.push_back(std::move(sl));
   } else if (kind == "KubeSchedulerConfiguration") {
     GenericObject o;
     o.kind = kind;
@@ -1122,6 +1311,10 @@ absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const json& j, std
 absl::StatusOr<PriorityClass> DecodePriorityClass(const json& j, std::string_view where) {
   KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
   return DecodePriorityClass(v, where);
+}
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(const json& j, std::string_view where) {
+  KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
+  return DecodeResourceClaim(v, where);
 }
 
 }  // namespace kplace

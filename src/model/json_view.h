@@ -109,5 +109,9 @@ absl::StatusOr<Namespace> DecodeNamespace(JsonView j, std::string_view where);
 absl::StatusOr<GenericObject> DecodeGeneric(JsonView j, std::string_view kind, std::string_view where);
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(JsonView j, std::string_view where);
 absl::StatusOr<PriorityClass> DecodePriorityClass(JsonView j, std::string_view where);
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where);
+absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where);
+absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where);
+absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where);
 
 }  // namespace kplace

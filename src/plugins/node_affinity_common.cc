@@ -1,5 +1,6 @@
 #include "kplace/plugins/node_affinity_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -115,6 +116,55 @@ std::string AggregateErrors(const std::vector<std::string>& errors) {
   if (unique.empty()) return "";
   if (unique.size() == 1) return unique[0];
   return "[" + Join(unique, ", ") + "]";
+}
+
+namespace {
+
+bool LabelRequirementMatches(const NodeSelectorRequirement& r, const Labels& labels) {
+  auto it = labels.find(r.key);
+  const bool has = it != labels.end();
+  auto listed = [&] { return std::find(r.values.begin(), r.values.end(), it->second) != r.values.end(); };
+  if (r.op == "In") return has && listed();
+  if (r.op == "NotIn") return !has || !listed();
+  if (r.op == "Exists") return has;
+  if (r.op == "DoesNotExist") return !has;
+  if (r.op == "Gt" || r.op == "Lt") {
+    int64_t node_value, bound;
+    if (!has || !ParseGoInt64(it->second, &node_value)) return false;
+    if (r.values.size() != 1 || !ParseGoInt64(r.values[0], &bound)) return false;
+    return r.op == "Gt" ? node_value > bound : node_value < bound;
+  }
+  return false;
+}
+
+// The node's field set holds metadata.name only; any other key reads as "".
+bool FieldRequirementMatches(const NodeSelectorRequirement& r, const Node& node) {
+  std::string field = r.key == "metadata.name" ? node.meta.name : "";
+  return r.op == "In" ? field == r.values[0] : field != r.values[0];
+}
+
+}  // namespace
+
+bool Parses(const NodeSelectorTerm& t) { return NodeSelectorTermErrors(t, "").empty(); }
+
+bool TermMatches(const NodeSelectorTerm& t, const Node& node) {
+  for (const auto& r : t.match_expressions) {
+    if (!LabelRequirementMatches(r, node.meta.labels)) return false;
+  }
+  if (!t.match_fields.empty() && !node.meta.name.empty()) {
+    for (const auto& r : t.match_fields) {
+      if (!FieldRequirementMatches(r, node)) return false;
+    }
+  }
+  return true;
+}
+
+bool SelectorMatches(const NodeSelector& s, const Node& node) {
+  for (const NodeSelectorTerm& t : s.terms) {
+    if (IsEmptyTerm(t) || !Parses(t)) continue;
+    if (TermMatches(t, node)) return true;
+  }
+  return false;
 }
 
 }  // namespace kplace::plugins::node_affinity

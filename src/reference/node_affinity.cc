@@ -15,54 +15,9 @@ constexpr char kReasonPod[] = "node(s) didn't match Pod's node affinity/selector
 constexpr char kReasonEnforced[] = "node(s) didn't match scheduler-enforced node affinity";
 constexpr char kReasonConflict[] = "pod affinity terms conflict";
 
-bool LabelRequirementMatches(const NodeSelectorRequirement& r, const Labels& labels) {
-  auto it = labels.find(r.key);
-  const bool has = it != labels.end();
-  auto listed = [&] { return std::find(r.values.begin(), r.values.end(), it->second) != r.values.end(); };
-  if (r.op == "In") return has && listed();
-  if (r.op == "NotIn") return !has || !listed();
-  if (r.op == "Exists") return has;
-  if (r.op == "DoesNotExist") return !has;
-  if (r.op == "Gt" || r.op == "Lt") {
-    int64_t node_value, bound;
-    if (!has || !plugins::node_affinity::ParseGoInt64(it->second, &node_value)) return false;
-    if (r.values.size() != 1 || !plugins::node_affinity::ParseGoInt64(r.values[0], &bound)) return false;
-    return r.op == "Gt" ? node_value > bound : node_value < bound;
-  }
-  return false;
-}
-
-// The node's field set holds metadata.name only; any other key reads as "".
-bool FieldRequirementMatches(const NodeSelectorRequirement& r, const Node& node) {
-  std::string field = r.key == "metadata.name" ? node.meta.name : "";
-  return r.op == "In" ? field == r.values[0] : field != r.values[0];
-}
-
-// A parsable, non-empty term.
-bool TermMatches(const NodeSelectorTerm& t, const Node& node) {
-  if (!t.match_expressions.empty()) {
-    for (const auto& r : t.match_expressions) {
-      if (!LabelRequirementMatches(r, node.meta.labels)) return false;
-    }
-  }
-  if (!t.match_fields.empty() && !node.meta.name.empty()) {
-    for (const auto& r : t.match_fields) {
-      if (!FieldRequirementMatches(r, node)) return false;
-    }
-  }
-  return true;
-}
-
-bool Parses(const NodeSelectorTerm& t) { return plugins::node_affinity::NodeSelectorTermErrors(t, "").empty(); }
-
-// OR of the non-empty terms; a term that does not parse never matches.
-bool SelectorMatches(const NodeSelector& s, const Node& node) {
-  for (const NodeSelectorTerm& t : s.terms) {
-    if (plugins::node_affinity::IsEmptyTerm(t) || !Parses(t)) continue;
-    if (TermMatches(t, node)) return true;
-  }
-  return false;
-}
+using plugins::node_affinity::Parses;
+using plugins::node_affinity::SelectorMatches;
+using plugins::node_affinity::TermMatches;
 
 int64_t PreferredScore(const std::vector<PreferredSchedulingTerm>& terms, const Node& node) {
   int64_t score = 0;

@@ -18,7 +18,8 @@ using json = nlohmann::json;
 
 size_t CountObjects(const ObjectSet& o) {
   return o.nodes.size() + o.pods.size() + o.namespaces.size() + o.workloads.size() + o.storage.size() +
-         o.configs.size() + o.pdbs.size() + o.priority_classes.size();
+         o.configs.size() + o.pdbs.size() + o.priority_classes.size() + o.resource_claims.size() +
+         o.resource_claim_templates.size() + o.device_classes.size() + o.resource_slices.size();
 }
 
 std::string KindOf(const ObjectSet& o) {
@@ -29,6 +30,10 @@ std::string KindOf(const ObjectSet& o) {
   if (!o.storage.empty()) return o.storage[0].kind;
   if (!o.pdbs.empty()) return "PodDisruptionBudget";
   if (!o.priority_classes.empty()) return "PriorityClass";
+  if (!o.resource_claims.empty()) return "ResourceClaim";
+  if (!o.resource_claim_templates.empty()) return "ResourceClaimTemplate";
+  if (!o.device_classes.empty()) return "DeviceClass";
+  if (!o.resource_slices.empty()) return "ResourceSlice";
   return "KubeSchedulerConfiguration";
 }
 
@@ -40,6 +45,10 @@ const ObjectMeta& MetaOf(const ObjectSet& o) {
   if (!o.storage.empty()) return o.storage[0].meta;
   if (!o.pdbs.empty()) return o.pdbs[0].meta;
   if (!o.priority_classes.empty()) return o.priority_classes[0].meta;
+  if (!o.resource_claims.empty()) return o.resource_claims[0].meta;
+  if (!o.resource_claim_templates.empty()) return o.resource_claim_templates[0].meta;
+  if (!o.device_classes.empty()) return o.device_classes[0].meta;
+  if (!o.resource_slices.empty()) return o.resource_slices[0].meta;
   return o.configs[0].meta;
 }
 
@@ -256,6 +265,19 @@ absl::Status ApplyToObjects(const ClusterEvent& event, ObjectSet* objects, Undo*
   if (!o.pdbs.empty()) return ApplyIn(event, &objects->pdbs, o.pdbs[0], false, undo, at, &ObjectSet::pdbs);
   if (!o.priority_classes.empty()) {
     return ApplyIn(event, &objects->priority_classes, o.priority_classes[0], false, undo, at, &ObjectSet::priority_classes);
+  }
+  if (!o.resource_claims.empty()) {
+    return ApplyIn(event, &objects->resource_claims, o.resource_claims[0], false, undo, at, &ObjectSet::resource_claims);
+  }
+  if (!o.resource_claim_templates.empty()) {
+    return ApplyIn(event, &objects->resource_claim_templates, o.resource_claim_templates[0], false, undo, at,
+                   &ObjectSet::resource_claim_templates);
+  }
+  if (!o.device_classes.empty()) {
+    return ApplyIn(event, &objects->device_classes, o.device_classes[0], false, undo, at, &ObjectSet::device_classes);
+  }
+  if (!o.resource_slices.empty()) {
+    return ApplyIn(event, &objects->resource_slices, o.resource_slices[0], false, undo, at, &ObjectSet::resource_slices);
   }
   return absl::InvalidArgumentError(StrCat(event.where, ": ", event.kind, ": not applied to the object set (pods are the scheduler's)"));
 }

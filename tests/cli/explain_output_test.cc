@@ -117,9 +117,9 @@ TEST_F(ExplainOutputTest, TableListsScoresTieAndFilterSummary) {
   }
   EXPECT_NE(kinds.find("raw  norm"), std::string::npos) << kinds;
   // Rows, in the profile's score order (TaintToleration raw 0, normalized 100, weighted
-  // 300, NodeResourcesFit 73, VolumeBinding 0, BalancedAllocation 62, ImageLocality 0):
-  // a and b tie at 435.
-  const std::string scores = R"( +0 +100 +300 +73 +73 +73 +0 +0 +0 +62 +62 +62 +0 +0 +0 +435  )";
+  // 300, NodeResourcesFit 73, VolumeBinding 0, DynamicResources 0, BalancedAllocation 62,
+  // ImageLocality 0): a and b tie at 435.
+  const std::string scores = R"( +0 +100 +300 +73 +73 +73 +0 +0 +0 +0 +0 +0 +62 +62 +62 +0 +0 +0 +435  )";
   const std::regex row_a("^ +1  a" + scores + "<- chosen by the tie-break$");
   const std::regex row_b("^ +2  b" + scores + "tie$");
   EXPECT_TRUE(std::regex_match(lines[4], row_a)) << lines[4];
@@ -251,8 +251,9 @@ TEST_F(ExplainOutputTest, KlogLinesCarryTheRealHeaderAndText) {
     matched_plugin += std::regex_match(line, plugin_line);
     matched_final += std::regex_match(line, final_line);
   }
-  // Two scored nodes, five plugins that scored (three skipped at PreScore).
-  EXPECT_EQ(plugin_lines, 10) << err;
+  // Two scored nodes, six plugins that scored (three skipped at PreScore; DynamicResources
+  // has no PreScore and scores 0).
+  EXPECT_EQ(plugin_lines, 12) << err;
   EXPECT_EQ(final_lines, 2) << err;
   EXPECT_EQ(matched_plugin, 1) << err;
   EXPECT_EQ(matched_final, 1) << err;
@@ -294,8 +295,8 @@ TEST_F(ExplainOutputTest, OutputPodsCarriesEverySimulatorKeyAndPodScheduled) {
   EXPECT_EQ(Annotation(fits, "prescore-result")["TaintToleration"], "success");
   EXPECT_EQ(Annotation(fits, "prescore-result")["NodeAffinity"], "");  // Skip has no message
   EXPECT_EQ(Annotation(fits, "postfilter-result"), json::object());
-  EXPECT_EQ(Annotation(fits, "reserve-result"), json::parse(R"({"VolumeBinding": "success"})"));
-  EXPECT_EQ(Annotation(fits, "prebind-result"), json::parse(R"({"VolumeBinding": "success"})"));
+  EXPECT_EQ(Annotation(fits, "reserve-result"), json::parse(R"({"DynamicResources": "success", "VolumeBinding": "success"})"));
+  EXPECT_EQ(Annotation(fits, "prebind-result"), json::parse(R"({"DynamicResources": "success", "VolumeBinding": "success"})"));
   EXPECT_EQ(Annotation(fits, "bind-result"), json::parse(R"({"DefaultBinder": "success"})"));
   EXPECT_EQ(Annotation(fits, "permit-result"), json::object());
   EXPECT_EQ(Annotation(fits, "permit-result-timeout"), json::object());

@@ -397,18 +397,26 @@ TEST_F(ScheduleCliTest, UnknownPriorityClassNamesPodAndClass) {
 }
 
 // A dump as `kubectl get all,pdb,pc,hpa,crd,resourceslices -A -o json` gives it: kinds
-// scheduling does not read are skipped; gated pods, pods of other schedulers and pods with
-// ResourceClaims are never placed, each reported as what it is.
+// scheduling does not read are skipped; gated pods, pods of other schedulers and pods whose
+// ResourceClaim is missing are never placed, each reported as what it is; a pod whose claim
+// is allocated goes where the allocation's node selector says.
 TEST_F(ScheduleCliTest, RealDumpKindsGatesOtherSchedulersAndClaims) {
   json gated = Pod("gated", "1", {{"schedulingGates", json::array({{{"name", "example.com/quota"}}})}});
   json other = Pod("other", "1", {{"schedulerName", "volcano"}});
   json claim = Pod("claim", "1", {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", "gpu-0"}}})}});
+  json allocated = Pod("allocated", "1", {{"resourceClaims", json::array({{{"name", "gpu"}, {"resourceClaimName", "gpu-1"}}})}});
   json plain = Pod("plain", "1");
+  json gpu1 = {{"apiVersion", "resource.k8s.io/v1"},
+               {"kind", "ResourceClaim"},
+               {"metadata", {{"name", "gpu-1"}, {"namespace", "default"}}},
+               {"spec", {{"devices", {{"requests", json::array({{{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu"}}}}})}}}}},
+               {"status", {{"allocation", {{"nodeSelector", {{"nodeSelectorTerms", json::array({{{"matchFields",
+                   json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"b"}}}})}}})}}}}}}}};
   json dump = List(json::array(
-      {Node("a"), gated, other, claim, plain,
+      {Node("a"), Node("b"), gated, other, claim, allocated, plain, gpu1,
        {{"kind", "HorizontalPodAutoscaler"}, {"metadata", {{"name", "h"}, {"namespace", "default"}}}},
        {{"kind", "CustomResourceDefinition"}, {"metadata", {{"name", "widgets.example.com"}}}},
-       {{"kind", "ResourceSlice"}, {"metadata", {{"name", "a-gpu"}}}},
+       {{"kind", "ResourceSlice"}, {"metadata", {{"name", "a-gpu"}}}, {"spec", {{"driver", "gpu"}, {"nodeName", "a"}}}},
        {{"kind", "PodDisruptionBudget"}, {"metadata", {{"name", "b"}, {"namespace", "default"}}}, {"status", {{"disruptionsAllowed", 1}}}},
        {{"kind", "PriorityClass"}, {"metadata", {{"name", "high"}}}, {"value", 100}}}));
   for (const char* engine : {"--backend=omp", "--reference"}) {
@@ -419,13 +427,53 @@ TEST_F(ScheduleCliTest, RealDumpKindsGatesOtherSchedulersAndClaims) {
     EXPECT_EQ(by_pod["default/gated"]["status"], "SchedulingGated");
     EXPECT_EQ(by_pod["default/gated"]["message"], "waiting for scheduling gates: [example.com/quota]");
     EXPECT_EQ(by_pod["default/other"]["status"], "OtherScheduler");
-    EXPECT_EQ(by_pod["default/claim"]["status"], "Error");
-    EXPECT_EQ(by_pod["default/claim"]["message"], "kplace: allocating ResourceClaim default/gpu-0 is not supported");
-    EXPECT_EQ(by_pod["default/plain"]["node"], "a");
-    EXPECT_EQ(out["summary"]["scheduled"], 1);
-    EXPECT_EQ(out["summary"]["schedulingGated"], 1);
+    // DynamicResources' PreEnqueue: no cycle, no condition; the pod waits for its claim.
+    EXPECT_EQ(by_pod["default/claim"]["status"], "Gated") << engine;
+    EXPECT_EQ(by_pod["default/claim"]["gatingPlugin"], "DynamicResources");
+    EXPECT_EQ(by_pod["default/claim"]["message"], "could not find ResourceClaim \"default/gpu-0\"");
+    EXPECT_EQ(by_pod["default/allocated"]["node"], "b") << engine;
+    EXPECT_FALSE(by_pod["default/plain"]["node"].is_null());
+    EXPECT_EQ(out["summary"]["scheduled"], 2);
+    EXPECT_EQ(out["summary"]["schedulingGated"], 2);
     EXPECT_EQ(out["summary"]["otherScheduler"], 1);
-    EXPECT_EQ(out["summary"]["unschedulable"], 1);  // the claim's Error
+    EXPECT_EQ(out["summary"]["unschedulable"], 0);
+  }
+  // --output pods: a pod DynamicResources holds back keeps its status as it was.
+  json out;
+  ASSERT_EQ(Run({"schedule", "--cluster", Write("dump.json", dump), "--output", "pods"}, &out), 0);
+  for (const json& p : out["items"]) {
+    if (p["metadata"]["name"] == "claim") EXPECT_FALSE(p.contains("status") && p["status"].contains("conditions")) << p;
+  }
+}
+
+// The shape of `kubectl get all,pdb,pc,pv,pvc,sc,csinode,resourceclaims,resourceslices,
+// deviceclasses -A -o json` (and `kubectl get nodes -o json`), with every resource.k8s.io
+// kind: it loads, and each pod with claims gets upstream's outcome on both sides.
+TEST_F(ScheduleCliTest, KubectlDumpWithResourceClaimsLoadsAndDecides) {
+  const fs::path data = fs::path(KPLACE_SOURCE_DIR) / "tests" / "cli" / "testdata";
+  for (const char* engine : {"--backend=omp", "--reference"}) {
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", (data / "kubectl-get-nodes-dra.json").string(), "--cluster",
+                   (data / "kubectl-get-all-dra.json").string(), engine},
+                  &out),
+              0)
+        << engine;
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"]] = p;
+    ASSERT_EQ(by_pod.size(), 8u) << out.dump(1);
+    // A generated claim, allocated on node-a for this pod; a shared claim on node-b that a
+    // running pod holds (sharing is unlimited).
+    EXPECT_EQ(by_pod["ml/trainer-0"]["node"], "node-a") << engine;
+    EXPECT_EQ(by_pod["ml/inference-1"]["node"], "node-b") << engine;
+    EXPECT_EQ(by_pod["ml/waits-0"]["status"], "Gated");
+    EXPECT_EQ(by_pod["ml/waits-0"]["message"], "Pod ml/waits-0: ResourceClaim not created yet");
+    EXPECT_EQ(by_pod["ml/missing-0"]["message"], "could not find ResourceClaim \"ml/gone\"");
+    // Allocating needs the allocator and the ResourceSlices: refused out loud.
+    EXPECT_EQ(by_pod["ml/fresh-0"]["status"], "Error");
+    EXPECT_EQ(by_pod["ml/fresh-0"]["message"], "kplace: allocating ResourceClaim ml/fresh-gpu is not supported");
+    EXPECT_EQ(by_pod["ml/gated-0"]["status"], "SchedulingGated");
+    EXPECT_EQ(by_pod["ml/other-0"]["status"], "OtherScheduler");
+    EXPECT_FALSE(by_pod["ml/web-0"]["node"].is_null());
   }
 }
 

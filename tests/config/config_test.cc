@@ -25,15 +25,18 @@ using Scores = std::vector<std::pair<std::string, int64_t>>;
 
 const Names kDefaultPreFilter = {"NodeAffinity",     "NodePorts",  "NodeResourcesFit",  "VolumeRestrictions",
                                  "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-                                 "InterPodAffinity"};
+                                 "InterPodAffinity", "DynamicResources"};
 const Names kDefaultFilter = {"NodeUnschedulable", "NodeName",         "TaintToleration",    "NodeAffinity",
                               "NodePorts",         "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                              "VolumeBinding",     "VolumeZone",       "PodTopologySpread",  "InterPodAffinity"};
+                              "VolumeBinding",     "VolumeZone",       "PodTopologySpread",  "InterPodAffinity",
+                              "DynamicResources"};
 const Names kDefaultPreScore = {"TaintToleration",   "NodeAffinity",     "NodeResourcesFit", "VolumeBinding",
                                 "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation"};
 const Scores kDefaultScore = {{"TaintToleration", 3},   {"NodeAffinity", 2},     {"NodeResourcesFit", 1},
                               {"VolumeBinding", 1},     {"PodTopologySpread", 2}, {"InterPodAffinity", 2},
-                              {"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 1}};
+                              {"DynamicResources", 1},  {"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 1}};
+const Names kDefaultPostFilter = {"DefaultPreemption"};
+const Names kDefaultPreEnqueue = {"SchedulingGates", "DynamicResources", "DefaultPreemption"};
 
 Scores ScoresOf(const Profile& p) {
   Scores out;
@@ -67,7 +70,8 @@ Profile DecodeOne(const json& doc) {
 void ExpectDefaultLists(const Profile& p) {
   EXPECT_EQ(p.pre_filter, kDefaultPreFilter);
   EXPECT_EQ(p.filter, kDefaultFilter);
-  EXPECT_EQ(p.post_filter, Names{"DefaultPreemption"});
+  EXPECT_EQ(p.pre_enqueue, kDefaultPreEnqueue);
+  EXPECT_EQ(p.post_filter, kDefaultPostFilter);
   EXPECT_EQ(p.pre_score, kDefaultPreScore);
   EXPECT_EQ(ScoresOf(p), kDefaultScore);
 }
@@ -103,6 +107,7 @@ TEST(SchedulerConfigTest, MinimalDocumentDecodesToTheDefaults) {
     EXPECT_EQ(p.filter, d.filter);
     EXPECT_EQ(p.pre_score, d.pre_score);
     EXPECT_EQ(p.post_filter, d.post_filter);
+    EXPECT_EQ(p.pre_enqueue, d.pre_enqueue);
     EXPECT_EQ(ScoresOf(p), ScoresOf(d));
     EXPECT_EQ(p.args.node_resources_fit.strategy, "LeastAllocated");
     EXPECT_EQ(p.args.inter_pod_affinity.hard_pod_affinity_weight, 1);
@@ -116,7 +121,8 @@ TEST(SchedulerConfigTest, DefaultMultiPointListOrder) {
                  {"NodeName", 0},          {"TaintToleration", 3},   {"NodeAffinity", 2},
                  {"NodePorts", 0},         {"NodeResourcesFit", 1},  {"VolumeRestrictions", 0},
                  {"NodeVolumeLimits", 0},  {"VolumeBinding", 0},     {"VolumeZone", 0},
-                 {"PodTopologySpread", 2}, {"InterPodAffinity", 2},  {"DefaultPreemption", 0},
+                 {"PodTopologySpread", 2}, {"InterPodAffinity", 2},  {"DynamicResources", 0},
+                 {"DefaultPreemption", 0},
                  {"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 1}, {"DefaultBinder", 0}};
   EXPECT_EQ(got, want);
 }
@@ -139,7 +145,11 @@ TEST(SchedulerConfigTest, PluginConfigPointsCoverEveryRegisteredPlugin) {
   EXPECT_TRUE(PluginIsRemoved("AzureDiskLimits"));
   EXPECT_TRUE(PluginIsRemoved("CinderLimits"));
   EXPECT_FALSE(PluginIsRemoved("NodeVolumeLimits"));
-  EXPECT_FALSE(PluginIsModelled("DynamicResources"));
+  EXPECT_EQ(PluginConfigPoints("DynamicResources"),
+            unsigned{kPreEnqueueConfigPoint | kPreFilterConfigPoint | kFilterConfigPoint | kScoreConfigPoint |
+                     kReserveConfigPoint | kPreBindConfigPoint});
+  EXPECT_TRUE(PluginIsModelled("DynamicResources"));
+  EXPECT_FALSE(PluginIsModelled("NodeDeclaredFeatures"));
   EXPECT_TRUE(PluginIsModelled("DefaultBinder"));
   EXPECT_TRUE(PluginIsModelled("NodeResourcesFit"));
   // The scheduling-cycle view is unchanged.
@@ -186,7 +196,7 @@ TEST(SchedulerConfigTest, ScoreEnabledWithWeightGoesFirstAndKeepsItsWeight) {
   Profile p = DecodeOne(WithPlugins(R"({"score": {"enabled": [{"name": "ImageLocality", "weight": 5}]}})"));
   Scores want = {{"ImageLocality", 5},     {"TaintToleration", 3},  {"NodeAffinity", 2},
                  {"NodeResourcesFit", 1},  {"VolumeBinding", 1},    {"PodTopologySpread", 2},
-                 {"InterPodAffinity", 2},  {"NodeResourcesBalancedAllocation", 1}};
+                 {"InterPodAffinity", 2},  {"DynamicResources", 1},  {"NodeResourcesBalancedAllocation", 1}};
   EXPECT_EQ(ScoresOf(p), want);
   EXPECT_EQ(p.filter, kDefaultFilter);
   EXPECT_EQ(p.pre_score, kDefaultPreScore);
@@ -214,14 +224,15 @@ TEST(SchedulerConfigTest, DisableAndReEnableInMultiPointAppendsAtTheEnd) {
       R"({"multiPoint": {"disabled": [{"name": "NodeAffinity"}], "enabled": [{"name": "NodeAffinity", "weight": 4}]}})"));
   Names filter = {"NodeUnschedulable", "NodeName",         "TaintToleration",    "NodePorts",
                   "NodeResourcesFit",  "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-                  "VolumeZone",        "PodTopologySpread", "InterPodAffinity",  "NodeAffinity"};
+                  "VolumeZone",        "PodTopologySpread", "InterPodAffinity",  "DynamicResources", "NodeAffinity"};
   EXPECT_EQ(p.filter, filter);
-  Names pre_filter = {"NodePorts",     "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-                      "VolumeBinding", "VolumeZone",       "PodTopologySpread",  "InterPodAffinity", "NodeAffinity"};
+  Names pre_filter = {"NodePorts",        "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+                      "VolumeBinding",    "VolumeZone",       "PodTopologySpread",  "InterPodAffinity",
+                      "DynamicResources", "NodeAffinity"};
   EXPECT_EQ(p.pre_filter, pre_filter);
   Scores score = {{"TaintToleration", 3},   {"NodeResourcesFit", 1}, {"VolumeBinding", 1},
-                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"NodeResourcesBalancedAllocation", 1},
-                  {"ImageLocality", 1},     {"NodeAffinity", 4}};
+                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"DynamicResources", 1},
+                  {"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 1}, {"NodeAffinity", 4}};
   EXPECT_EQ(ScoresOf(p), score);
 }
 
@@ -260,8 +271,9 @@ TEST(SchedulerConfigTest, DisablingOnePluginAtOnePointLeavesTheOthers) {
   filter.erase(filter.begin() + 4);
   EXPECT_EQ(p.filter, filter);
   EXPECT_EQ(p.pre_filter, kDefaultPreFilter);  // NodePorts still pre-filters
-  Scores score = {{"NodeAffinity", 2}, {"NodeResourcesFit", 1}, {"VolumeBinding", 1},
-                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"NodeResourcesBalancedAllocation", 1}};
+  Scores score = {{"NodeAffinity", 2},      {"NodeResourcesFit", 1}, {"VolumeBinding", 1},
+                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"DynamicResources", 1},
+                  {"NodeResourcesBalancedAllocation", 1}};
   EXPECT_EQ(ScoresOf(p), score);
   EXPECT_EQ(p.pre_score, kDefaultPreScore);
 }
@@ -279,7 +291,8 @@ TEST(SchedulerConfigTest, SpecificPointOverridesRunBeforeMultiPointInTheirOwnOrd
   Profile p = DecodeOne(WithPlugins(R"({"filter": {"enabled": [{"name": "InterPodAffinity"}, {"name": "NodePorts"}]}})"));
   Names filter = {"InterPodAffinity", "NodePorts",        "NodeUnschedulable",  "NodeName",
                   "TaintToleration",  "NodeAffinity",     "NodeResourcesFit",   "VolumeRestrictions",
-                  "NodeVolumeLimits", "VolumeBinding",    "VolumeZone",         "PodTopologySpread"};
+                  "NodeVolumeLimits", "VolumeBinding",    "VolumeZone",         "PodTopologySpread",
+                  "DynamicResources"};
   EXPECT_EQ(p.filter, filter);
   EXPECT_EQ(p.pre_filter, kDefaultPreFilter);
 }
@@ -288,8 +301,8 @@ TEST(SchedulerConfigTest, MultiPointPluginDisabledAtOnePointOnlyThere) {
   Profile p = DecodeOne(WithPlugins(R"({"multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 9}]},
                                         "score": {"disabled": [{"name": "NodeAffinity"}]}})"));
   Scores score = {{"TaintToleration", 3},   {"NodeResourcesFit", 1}, {"VolumeBinding", 1},
-                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"NodeResourcesBalancedAllocation", 1},
-                  {"ImageLocality", 9}};
+                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"DynamicResources", 1},
+                  {"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 9}};
   EXPECT_EQ(ScoresOf(p), score);
   EXPECT_EQ(p.pre_score, kDefaultPreScore);  // NodeAffinity still pre-scores
 }
@@ -338,10 +351,19 @@ TEST(SchedulerConfigTest, SpecificPointPluginWithoutMultiPointDefault) {
 }
 
 TEST(SchedulerConfigTest, UnmodelledRegisteredPluginsAreAcceptedButNotRun) {
-  Profile p = DecodeOne(WithPlugins(R"({"multiPoint": {"enabled": [{"name": "DynamicResources"},
-                                                                    {"name": "NodeDeclaredFeatures"}]},
-                                        "filter": {"enabled": [{"name": "DynamicResources"}]}})"));
+  Profile p = DecodeOne(WithPlugins(R"({"multiPoint": {"enabled": [{"name": "NodeDeclaredFeatures"}]},
+                                        "filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]}})"));
   ExpectDefaultLists(p);
+}
+
+// DynamicResources sits where upstream's applyFeatureGates puts it; re-enabling it at
+// MultiPoint keeps that place, and it can be turned off like any other plugin.
+TEST(SchedulerConfigTest, DynamicResourcesRunsBeforeDefaultPreemption) {
+  ExpectDefaultLists(DecodeOne(WithPlugins(R"({"multiPoint": {"enabled": [{"name": "DynamicResources"}]}})")));
+  Profile off = DecodeOne(WithPlugins(R"({"multiPoint": {"disabled": [{"name": "DynamicResources"}]}})"));
+  EXPECT_EQ(off.pre_enqueue, (Names{"SchedulingGates", "DefaultPreemption"}));
+  EXPECT_EQ(off.post_filter, Names{"DefaultPreemption"});
+  EXPECT_EQ(off.pre_filter, Names(kDefaultPreFilter.begin(), kDefaultPreFilter.end() - 1));
 }
 
 TEST(SchedulerConfigTest, DisablingAnUnknownPluginIsANoOp) {
@@ -369,7 +391,7 @@ TEST(SchedulerConfigTest, ProfilesMergeIndependentlyAndKeepTheirArgs) {
   const Profile& b = cfg->profiles[1];
   EXPECT_EQ(b.scheduler_name, "bin-packing");
   Scores score = {{"NodeResourcesFit", 5},  {"TaintToleration", 3},  {"NodeAffinity", 2}, {"VolumeBinding", 1},
-                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"ImageLocality", 1}};
+                  {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"DynamicResources", 1}, {"ImageLocality", 1}};
   EXPECT_EQ(ScoresOf(b), score);
   EXPECT_EQ(b.args.node_resources_fit.strategy, "MostAllocated");
   ASSERT_EQ(b.args.node_resources_fit.resources.size(), 2u);

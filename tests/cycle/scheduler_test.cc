@@ -5,6 +5,7 @@
 #include <limits>
 #include <set>
 
+#include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "tests/testing/differential.h"
 
@@ -131,12 +132,13 @@ TEST(SchedulerTest, UnknownSchedulerNameIsLeftAlone) {
   EXPECT_EQ((*s)->next_start_index(), 0);
 }
 
-TEST(SchedulerTest, GatedPodsAndResourceClaimsNeverPlaced) {
+TEST(SchedulerTest, GatedPodsNeverPlacedAndClaimsAreDynamicResourcesBusiness) {
   ObjectSet cluster;
   cluster.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"pods", "110"}}));
   for (bool reference : {false, true}) {
     Options o;
     o.reference = reference;
+    // Without DynamicResources in the profile nothing reads a pod's claims.
     auto s = Scheduler::Create(cluster, FitOnly("LeastAllocated"), o);
     ASSERT_TRUE(s.ok());
     std::vector<Pod> pods(3);
@@ -146,17 +148,27 @@ TEST(SchedulerTest, GatedPodsAndResourceClaimsNeverPlaced) {
     std::vector<Placement> out = (*s)->ScheduleAll(pods);
     ASSERT_EQ(out.size(), 3u);
     EXPECT_TRUE(out[0].gated);
+    EXPECT_EQ(out[0].gating_plugin, "SchedulingGates");
     EXPECT_EQ(out[0].node, "");
     EXPECT_EQ(out[0].code, Code::kUnschedulableAndUnresolvable);
     EXPECT_EQ(out[0].message, "waiting for scheduling gates: [example.com/quota example.com/gang]");
-    EXPECT_EQ(out[1].node, "");
-    EXPECT_EQ(out[1].code, Code::kError);
-    EXPECT_EQ(out[1].message, "kplace: allocating ResourceClaim default/gpu-claim is not supported");
-    EXPECT_EQ(out[2].node, "n0");  // neither took a cycle: the start index moved once
+    EXPECT_EQ(out[1].node, "n0");
+    EXPECT_EQ(out[2].node, "n0");
     EXPECT_EQ((*s)->next_start_index(), 0);
     // Without its gates the pod schedules.
     pods[0].scheduling_gates.clear();
     EXPECT_EQ((*s)->Schedule(pods[0]).node, "n0");
+
+    // The default profile's DynamicResources holds the pod back at PreEnqueue: its claim
+    // does not exist. No cycle runs, so the start index stays.
+    auto d = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(d.ok());
+    Placement p = (*d)->Schedule(pods[1]);
+    EXPECT_TRUE(p.gated);
+    EXPECT_EQ(p.gating_plugin, "DynamicResources");
+    EXPECT_EQ(p.node, "");
+    EXPECT_EQ(p.code, Code::kUnschedulableAndUnresolvable);
+    EXPECT_EQ(p.message, "could not find ResourceClaim \"default/gpu-claim\"");
   }
 }
 
@@ -320,6 +332,56 @@ TEST(SchedulerTest, HugeQuantitiesNeitherWrapNorDiverge) {
     EXPECT_EQ(runs[0][k].node, runs[1][k].node) << k;
     EXPECT_EQ(runs[0][k].score, runs[1][k].score) << k;
     EXPECT_EQ(runs[0][k].message, runs[1][k].message) << k;
+  }
+}
+
+// ---- DynamicResources in the default profile ----
+
+ResourceClaim AllocatedOn(const std::string& name, const std::string& node) {
+  ResourceClaim c;
+  c.meta.name = name;
+  c.meta.namespace_ = "default";
+  c.requests.push_back(DeviceRequest{"gpu", true, "gpu.example.com", {}});
+  c.allocated = true;
+  NodeSelectorTerm t;
+  t.match_fields.push_back({"metadata.name", "In", {node}});
+  c.allocation_node_selector = NodeSelector{{t}};
+  return c;
+}
+
+Pod ClaimPod(const std::string& name, const std::string& cpu, const std::string& claim) {
+  Pod p = MakePod(name, {{"cpu", cpu}});
+  p.meta.uid = "uid-" + name;
+  p.resource_claims = {{"gpu", claim, ""}};
+  return p;
+}
+
+// PreBind writes the pod into the claim's status.reservedFor, and later cycles (and a
+// revert) see that: once the list is full the next pod's binding would fail, refused.
+TEST(SchedulerTest, DynamicResourcesReservesClaimsForLaterCycles) {
+  ObjectSet cluster;
+  for (const char* n : {"n1", "n2"}) cluster.nodes.push_back(MakeNode(n, {{"cpu", "4"}, {"pods", "110"}}));
+  cluster.resource_claims.push_back(AllocatedOn("shared", "n2"));
+  for (size_t i = 0; i + 1 < kResourceClaimReservedForMaxSize; ++i) {
+    cluster.resource_claims[0].reserved_for.push_back({"", "pods", StrCat("q", i), StrCat("uid-q", i)});
+  }
+  for (const Options& o : BothSides()) {
+    auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->Begin().ok());
+    EXPECT_EQ((*s)->Schedule(ClaimPod("p1", "1", "shared")).node, "n2");
+    ObjectSet now = (*s)->Objects();
+    ASSERT_EQ(now.resource_claims.size(), 1u);
+    ASSERT_EQ(now.resource_claims[0].reserved_for.size(), kResourceClaimReservedForMaxSize);
+    EXPECT_EQ(now.resource_claims[0].reserved_for.back().uid, "uid-p1");
+    Placement p2 = (*s)->Schedule(ClaimPod("p2", "1", "shared"));
+    EXPECT_EQ(p2.node, "");
+    EXPECT_EQ(p2.code, Code::kError);
+    EXPECT_EQ(p2.message.rfind("kplace: reserving ResourceClaim default/shared for pod default/p2 is not supported", 0), 0u)
+        << p2.message;
+    ASSERT_TRUE((*s)->Revert().ok());
+    EXPECT_EQ((*s)->Objects().resource_claims[0].reserved_for.size(), kResourceClaimReservedForMaxSize - 1);
+    EXPECT_EQ((*s)->FindBoundPod("default/p1"), nullptr);
   }
 }
 

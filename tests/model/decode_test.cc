@@ -306,6 +306,131 @@ TEST(DecodeTest, BadPreemptionFieldsNameTheField) {
   }
 }
 
+// resource.k8s.io kinds: what DynamicResources reads, the same from v1, v1beta2 and v1beta1.
+TEST(DecodeTest, ResourceKindsAcrossVersions) {
+  const char* yaml = R"(
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu, namespace: ml, uid: c1, ownerReferences: [{apiVersion: v1, kind: Pod, name: p, uid: u1, controller: true}]}
+spec:
+  devices:
+    requests:
+      - {name: one, exactly: {deviceClassName: gpu.example.com, count: 1}}
+      - name: any
+        firstAvailable: [{name: big, deviceClassName: big.example.com}, {name: small, deviceClassName: small.example.com}]
+status:
+  allocation:
+    nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]}
+  reservedFor: [{resource: pods, name: p, uid: u1}]
+---
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: old}
+spec: {devices: {requests: [{name: r, deviceClassName: gpu.example.com}]}}
+status: {allocation: {devices: {results: []}}}
+---
+apiVersion: resource.k8s.io/v1beta2
+kind: ResourceClaimTemplate
+metadata: {name: tmpl, namespace: ml}
+spec: {spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu.example.com}}]}}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec: {extendedResourceName: example.com/gpu, selectors: [{cel: {expression: "true"}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpu}
+spec: {driver: gpu.example.com, pool: {name: n1, generation: 1, resourceSliceCount: 1}, nodeName: n1,
+       devices: [{name: gpu-0}, {name: gpu-1}]}
+---
+kind: Pod
+metadata: {name: p, namespace: ml}
+spec: {resourceClaims: [{name: g, resourceClaimTemplateName: tmpl}, {name: h, resourceClaimTemplateName: tmpl}]}
+status: {resourceClaimStatuses: [{name: g, resourceClaimName: p-g-x7k2q}, {name: h}]}
+)";
+  ObjectSet set;
+  absl::Status s = DecodeText(yaml, &set);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(set.resource_claims.size(), 2u);
+  const ResourceClaim& c = set.resource_claims[0];
+  EXPECT_EQ(ObjectKey(c.meta), "ml/gpu");
+  ASSERT_EQ(c.requests.size(), 2u);
+  EXPECT_TRUE(c.requests[0].exactly);
+  EXPECT_EQ(c.requests[0].device_class_name, "gpu.example.com");
+  ASSERT_EQ(c.requests[1].first_available.size(), 2u);
+  EXPECT_EQ(c.requests[1].first_available[1].device_class_name, "small.example.com");
+  EXPECT_TRUE(c.allocated);
+  ASSERT_TRUE(c.allocation_node_selector.has_value());
+  EXPECT_EQ(c.allocation_node_selector->terms[0].match_fields[0].values, std::vector<std::string>{"n1"});
+  ASSERT_EQ(c.reserved_for.size(), 1u);
+  EXPECT_EQ(c.reserved_for[0].uid, "u1");
+  // v1beta1 names the class on the request itself; an allocation without a selector is any node.
+  const ResourceClaim& old = set.resource_claims[1];
+  EXPECT_EQ(ObjectKey(old.meta), "default/old");
+  EXPECT_TRUE(old.requests[0].exactly);
+  EXPECT_EQ(old.requests[0].device_class_name, "gpu.example.com");
+  EXPECT_TRUE(old.allocated);
+  EXPECT_FALSE(old.allocation_node_selector.has_value());
+  ASSERT_EQ(set.resource_claim_templates.size(), 1u);
+  EXPECT_EQ(set.resource_claim_templates[0].requests[0].device_class_name, "gpu.example.com");
+  ASSERT_EQ(set.device_classes.size(), 1u);
+  EXPECT_EQ(set.device_classes[0].extended_resource_name, "example.com/gpu");
+  ASSERT_EQ(set.resource_slices.size(), 1u);
+  EXPECT_EQ(set.resource_slices[0].node_name, "n1");
+  EXPECT_EQ(set.resource_slices[0].pool, "n1");
+  EXPECT_EQ(set.resource_slices[0].devices, 2);
+  ASSERT_EQ(set.pods.size(), 1u);
+  const auto& statuses = set.pods[0].resource_claim_statuses;
+  ASSERT_EQ(statuses.size(), 2u);
+  EXPECT_EQ(statuses[0].resource_claim_name, std::optional<std::string>("p-g-x7k2q"));
+  EXPECT_FALSE(statuses[1].resource_claim_name.has_value());  // no claim was needed
+}
+
+TEST(DecodeTest, BadResourceFieldsNameTheField) {
+  struct Bad {
+    const char* yaml;
+    const char* want;
+  };
+  std::string many = "kind: ResourceClaim\nmetadata: {name: c}\nstatus:\n  allocation: {}\n  reservedFor:\n";
+  for (int i = 0; i <= 256; ++i) many += StrCat("    - {resource: pods, name: p", i, ", uid: u", i, "}\n");
+  const Bad cases[] = {
+      {"apiVersion: resource.k8s.io/v1alpha3\nkind: ResourceClaim\nmetadata: {name: c}",
+       "pods.yaml: ResourceClaim default/c: apiVersion: unsupported version \"resource.k8s.io/v1alpha3\": kplace reads "
+       "resource.k8s.io/v1, v1beta2 and v1beta1"},
+      {"kind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r}]}}",
+       "pods.yaml: ResourceClaim default/c: spec.devices.requests[0]: Invalid value: exactly one of exactly or "
+       "firstAvailable must be set"},
+      {"kind: ResourceClaim\nmetadata: {name: c}\nspec: {devices: {requests: [{name: r, exactly: {}}]}}",
+       "pods.yaml: ResourceClaim default/c: spec.devices.requests[0].exactly.deviceClassName: Required value"},
+      {"kind: ResourceClaim\nmetadata: {name: c}\nstatus: {allocation: {nodeSelector: {nodeSelectorTerms: []}}}",
+       "pods.yaml: ResourceClaim default/c: status.allocation.nodeSelector.nodeSelectorTerms: Required value: must "
+       "have at least one node selector term"},
+      {"kind: ResourceClaim\nmetadata: {name: c}\nstatus: {allocation: {nodeSelector: {nodeSelectorTerms: "
+       "[{matchExpressions: [{key: k, operator: Near}]}]}}}",
+       "pods.yaml: ResourceClaim default/c: status.allocation.nodeSelector.nodeSelectorTerms[0].matchExpressions[0]."
+       "operator: Invalid value: \"Near\": not a valid selector operator"},
+      {"kind: ResourceClaim\nmetadata: {name: c}\nstatus: {reservedFor: [{resource: pods, name: p}]}",
+       "pods.yaml: ResourceClaim default/c: status.reservedFor[0].uid: Required value"},
+      {many.c_str(), "pods.yaml: ResourceClaim default/c: status.reservedFor: Too many: 257: must have at most 256 items"},
+      {"kind: DeviceClass\nmetadata: {name: Bad_Name}",
+       "pods.yaml: DeviceClass Bad_Name: metadata.name: Invalid value: \"Bad_Name\""},
+      {"kind: ResourceSlice\nmetadata: {name: s}\nspec: {devices: []}", "pods.yaml: ResourceSlice s: spec.driver: Required value"},
+      {"kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: g}]}",
+       "pods.yaml: Pod default/p: spec.resourceClaims[0]: Invalid value: must specify one of: `resourceClaimName`, "
+       "`resourceClaimTemplateName`"},
+      {"kind: Pod\nmetadata: {name: p}\nstatus: {resourceClaimStatuses: [{name: g, resourceClaimName: 7}]}",
+       "pods.yaml: Pod default/p: status.resourceClaimStatuses[0].resourceClaimName: expected a string, got number"},
+  };
+  for (const Bad& b : cases) {
+    ObjectSet set;
+    absl::Status s = DecodeText(b.yaml, &set);
+    ASSERT_FALSE(s.ok()) << b.yaml;
+    EXPECT_EQ(std::string(s.message()).rfind(b.want, 0), 0u) << s.message();
+  }
+}
+
 TEST(DecodeTest, ResolvePrioritiesAsAdmissionDoes) {
   ObjectSet cluster;
   PriorityClass high, low;

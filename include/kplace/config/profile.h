@@ -17,7 +17,7 @@ struct WeightedPlugin {
 
 struct Profile {
   std::string scheduler_name = "default-scheduler";
-  std::vector<std::string> pre_filter, filter, post_filter, pre_score;
+  std::vector<std::string> pre_enqueue, pre_filter, filter, post_filter, pre_score;
   std::vector<WeightedPlugin> score;
   PluginArgs args;
   std::optional<int32_t> percentage_of_nodes_to_score;
@@ -26,7 +26,7 @@ struct Profile {
   std::vector<std::string> AllPlugins() const;
 };
 
-/** The v1.37 default profile (no DRA claims matter to it). */
+/** The v1.37 default profile. */
 Profile DefaultProfile();
 
 /** A profile running only `plugins` at every point each implements, weight 1 —
@@ -56,21 +56,19 @@ enum ConfigPoint : unsigned {
 
 /** Every configuration point a plugin registered in v1.37 implements (ConfigPoint bits);
  *  0 when no plugin of that name is registered. Covers the default plugins plus
- *  SchedulingGates, PrioritySort, DefaultPreemption, DefaultBinder, DynamicResources and
- *  NodeDeclaredFeatures. */
+ *  SchedulingGates, PrioritySort, DefaultPreemption, DefaultBinder and NodeDeclaredFeatures. */
 unsigned PluginConfigPoints(const std::string& name);
 
 /** False for registered plugins that a configuration may name but kplace never runs,
- *  because nothing they read is modelled (DynamicResources: ResourceClaims;
- *  NodeDeclaredFeatures: declared node features). For the pods kplace models they are
- *  no-ops, so profiles leave them out. */
+ *  because nothing they read is modelled (NodeDeclaredFeatures: declared node features).
+ *  For the pods kplace models they are no-ops, so profiles leave them out. */
 bool PluginIsModelled(const std::string& name);
 
 /** True for the in-tree volume limits plugins removed in v1.31 (AzureDiskLimits,
  *  CinderLimits, EBSLimits, GCEPDLimits), which v1 validation rejects. */
 bool PluginIsRemoved(const std::string& name);
 
-/** The v1.37 default MultiPoint list in order (cycle-and-config.md §4.1, no DRA), with the
+/** The v1.37 default MultiPoint list in order (cycle-and-config.md §4.1), with the
  *  default weights; weight 0 means unset (1 where the plugin scores). */
 std::vector<WeightedPlugin> DefaultMultiPointPlugins();
 

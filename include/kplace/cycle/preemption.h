@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -136,6 +137,9 @@ struct DryRunResult {
   std::vector<Candidate> candidates;  // non-violating first, then violating, each in visit order
   NodeToStatus statuses;              // the nodes tried that are not candidates
   std::vector<std::string> errors;    // Error statuses' messages, in visit order
+  /** Set when a node's filters refused (PluginStatus::refused): the dry run stops there and
+   *  preemption decides nothing. */
+  std::optional<PluginStatus> refusal;
 };
 
 /** DryRunPreemption (§6) over `potential` from `offset` (wrapping), stopping once a

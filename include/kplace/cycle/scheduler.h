@@ -120,6 +120,7 @@ struct Placement {
   std::string node;  // "" when not placed
   Code code = Code::kSuccess;
   std::string message;  // FitError text or the error
+  std::string post_filter_message;  // the PostFilter plugins' part of `message`, "" when none ran
   int32_t feasible = 0;  // feasible nodes found
   int64_t score = 0;     // total score of the chosen node (0 when not scored)
   std::shared_ptr<Explanation> explanation;  // when Options::explain
@@ -130,8 +131,11 @@ struct Placement {
   /** Not for this scheduler (no profile has its schedulerName): left alone, as upstream's
    *  scheduler never sees such pods; neither placed nor unschedulable. */
   bool other_scheduler = false;
-  /** Held back by spec.schedulingGates (SchedulingGates' PreEnqueue); no cycle ran. */
+  /** Held back at PreEnqueue; no cycle ran. `gating_plugin` says by which plugin:
+   *  SchedulingGates (spec.schedulingGates) or DynamicResources (a claim it cannot find or
+   *  use yet; upstream writes no condition then, the pod just waits). */
   bool gated = false;
+  std::string gating_plugin;
   /** Placed on the node OpportunisticBatching hinted, without a filter pass or scores. */
   bool hinted = false;
   /** With Options::time_extension_points: this cycle's seconds per extension point. */

@@ -30,11 +30,16 @@ bool ParseCode(const std::string& name, Code* out);
 struct PluginStatus {
   Code code = Code::kSuccess;
   std::vector<std::string> reasons;
+  /** kplace's own refusal (an Error): the step needs what kplace does not model, so no
+   *  decision is made. The framework passes it on as it is, never wrapped in "running
+   *  plugin ..." text, and it ends the pod's cycle with its message alone. */
+  bool refused = false;
 
   static PluginStatus Success() { return {}; }
   static PluginStatus Skip() { return {Code::kSkip, {}}; }
   static PluginStatus Make(Code code, std::string reason) { return {code, {std::move(reason)}}; }
   static PluginStatus Error(std::string reason) { return {Code::kError, {std::move(reason)}}; }
+  static PluginStatus Refuse(std::string reason) { return {Code::kError, {std::move(reason)}, true}; }
   bool IsSuccess() const { return code == Code::kSuccess; }
   bool IsSkip() const { return code == Code::kSkip; }
   bool IsRejected() const {
@@ -44,7 +49,7 @@ struct PluginStatus {
   /** Reasons joined with ", " as upstream's Status.Message(). */
   std::string Message() const;
   friend bool operator==(const PluginStatus& a, const PluginStatus& b) {
-    return a.code == b.code && a.reasons == b.reasons;
+    return a.code == b.code && a.reasons == b.reasons && a.refused == b.refused;
   }
 };
 

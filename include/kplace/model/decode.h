@@ -71,6 +71,10 @@ absl::StatusOr<GenericObject> DecodeGeneric(const nlohmann::json& j, std::string
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& j, std::string_view where);
 /** @brief Decodes a scheduling.k8s.io/v1 PriorityClass. */
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a resource.k8s.io ResourceClaim (v1, v1beta2 or v1beta1; another version is
+ *  InvalidArgument naming apiVersion). ResourceClaimTemplate, DeviceClass and ResourceSlice
+ *  decode through DecodeDocument with the same version rule. */
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(const nlohmann::json& j, std::string_view where);
 
 /** @brief Does what priority admission does for `pods`: a pod without spec.priority gets
  *  its priorityClassName's value (the built-in system-node-critical and

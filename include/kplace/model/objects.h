@@ -1,5 +1,6 @@
 #pragma once
 // Host-side Kubernetes objects: the fields that scheduling reads, decoded exactly.
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -141,6 +142,13 @@ struct PodResourceClaim {
   std::string name, resource_claim_name, resource_claim_template_name;
 };
 
+/** status.resourceClaimStatuses[]: the claim generated from a template for pod claim
+ *  `name`; no resource_claim_name means none was needed. */
+struct PodResourceClaimStatus {
+  std::string name;
+  std::optional<std::string> resource_claim_name;
+};
+
 struct Pod {
   ObjectMeta meta;
   std::string node_name;
@@ -159,6 +167,7 @@ struct Pod {
   std::vector<Volume> volumes;
   std::vector<std::string> scheduling_gates;        // spec.schedulingGates[].name
   std::vector<PodResourceClaim> resource_claims;    // spec.resourceClaims
+  std::vector<PodResourceClaimStatus> resource_claim_statuses;  // status.resourceClaimStatuses
   std::string phase;  // status.phase
   std::string nominated_node_name;        // status.nominatedNodeName
   std::optional<int64_t> start_time_ns;  // status.startTime, nanoseconds since the epoch
@@ -217,6 +226,60 @@ struct PriorityClass {
   std::string preemption_policy;  // "" (PreemptLowerPriority) or Never
 };
 
+// ---- resource.k8s.io (v1; v1beta2 and v1beta1 read into the same shapes) ----
+
+/** A subrequest of spec.devices.requests[].firstAvailable. */
+struct DeviceSubRequest {
+  std::string name, device_class_name;
+};
+
+/** spec.devices.requests[] of a ResourceClaim or ResourceClaimTemplate: what
+ *  DynamicResources checks before it allocates (the selectors and counts are the
+ *  allocator's, which kplace does not run). */
+struct DeviceRequest {
+  std::string name;
+  bool exactly = false;             // exactly is set (v1beta1: deviceClassName on the request)
+  std::string device_class_name;    // exactly.deviceClassName
+  std::vector<DeviceSubRequest> first_available;
+};
+
+/** status.reservedFor[] of a ResourceClaim. */
+struct ResourceClaimConsumerReference {
+  std::string api_group, resource, name, uid;
+};
+
+/** ResourceClaimReservedForMaxSize: the API server admits at most this many consumers. */
+constexpr size_t kResourceClaimReservedForMaxSize = 256;
+
+struct ResourceClaim {
+  ObjectMeta meta;
+  std::vector<DeviceRequest> requests;                     // spec.devices.requests
+  bool allocated = false;                                  // status.allocation is set
+  std::optional<NodeSelector> allocation_node_selector;    // status.allocation.nodeSelector
+  std::vector<ResourceClaimConsumerReference> reserved_for;  // status.reservedFor
+};
+
+/** Kept for completeness of a dump: the scheduler never reads templates (the claim
+ *  controller creates claims from them). */
+struct ResourceClaimTemplate {
+  ObjectMeta meta;
+  std::vector<DeviceRequest> requests;  // spec.spec.devices.requests
+};
+
+struct DeviceClass {
+  ObjectMeta meta;
+  std::string extended_resource_name;  // spec.extendedResourceName ("" when unset)
+};
+
+/** Decoded but unused: only the allocator reads slices, and kplace refuses to allocate. */
+struct ResourceSlice {
+  ObjectMeta meta;
+  std::string driver, pool, node_name;  // spec.driver, spec.pool.name, spec.nodeName
+  bool all_nodes = false;               // spec.allNodes
+  std::optional<NodeSelector> node_selector;  // spec.nodeSelector
+  int64_t devices = 0;                  // len(spec.devices)
+};
+
 /** Everything decoded from a set of files, in input order. */
 struct ObjectSet {
   std::vector<Node> nodes;
@@ -227,6 +290,10 @@ struct ObjectSet {
   std::vector<GenericObject> configs;  // KubeSchedulerConfiguration documents
   std::vector<PodDisruptionBudget> pdbs;
   std::vector<PriorityClass> priority_classes;
+  std::vector<ResourceClaim> resource_claims;
+  std::vector<ResourceClaimTemplate> resource_claim_templates;
+  std::vector<DeviceClass> device_classes;
+  std::vector<ResourceSlice> resource_slices;
 };
 
 }  // namespace kplace

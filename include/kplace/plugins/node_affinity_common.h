@@ -33,4 +33,16 @@ std::string AggregateErrors(const std::vector<std::string>& errors);
 /** A term with neither matchExpressions nor matchFields: dropped before matching. */
 inline bool IsEmptyTerm(const NodeSelectorTerm& t) { return t.match_expressions.empty() && t.match_fields.empty(); }
 
+/** The term parses (NodeSelectorTermErrors finds nothing). */
+bool Parses(const NodeSelectorTerm& t);
+
+/** A parsable, non-empty term against `node`'s labels and, when it has a name, its
+ *  metadata.name (the only field a node offers; any other reads as ""). */
+bool TermMatches(const NodeSelectorTerm& t, const Node& node);
+
+/** nodeaffinity.NodeSelector.Match as string compares: the OR of the non-empty terms; a
+ *  term that does not parse never matches. NodeAffinity's required terms and a
+ *  ResourceClaim allocation's node selector (DynamicResources) are matched this way. */
+bool SelectorMatches(const NodeSelector& s, const Node& node);
+
 }  // namespace kplace::plugins::node_affinity
