@@ -274,6 +274,8 @@ class BackendFramework final : public engine::Framework {
     }
   }
 
+  bool FilterReadsPods(int f) const override { return filter_[f]->FilterReadsPods(); }
+
   bool FilterWithout(int f, NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current,
                      VerdictCode* code) override {
     if (!filter_[f]->FilterReadsPods()) {

@@ -93,8 +93,12 @@ class NodePorts final : public engine::Plugin {
     return true;
   }
   // The node's set from the pods that stay, as OnUnbind builds it.
-  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot& s,
+  bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current, const Snapshot& s,
                      VerdictCode* code) override {
+    if (wanted_host_.empty()) {  // a pod that wants no host port: the verdict reads no pods
+      *code = current;
+      return true;
+    }
     kept_.clear();
     for (const Pod* p : s.pods_on(node)) {
       if (std::find(removed.begin(), removed.end(), p) == removed.end()) AddTo(&kept_, *p);

@@ -31,7 +31,7 @@ class ResourceColumns {
     }
     std::vector<NodeResources> nodes(n_);
     for (NodeIndex i = 0; i < n_; ++i) {
-      nodes[i] = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+      nodes[i] = NodeSums(s, i);
       for (const auto& [name, v] : nodes[i].allocatable.scalars) SlotOf(name);
       for (const auto& [name, v] : nodes[i].requested.scalars) SlotOf(name);
     }
@@ -77,6 +77,15 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, add);
     for (const auto& [entry, v] : scalar_adds) add(req_scalar_, static_cast<size_t>(entry), v);
+  }
+
+  /** Node i's allocatable and the sums of its pods' requests: ComputeNodeResources, from
+   *  the snapshot's per-pod requests (computed once per pod, shared by equal pods). */
+  static NodeResources NodeSums(const Snapshot& s, NodeIndex i) {
+    NodeResources r;
+    r.allocatable = Resource::From(s.node(i).allocatable, /*keep_pods=*/true);
+    for (size_t k = 0; k < s.pods_on(i).size(); ++k) r.Add(s.RequestsAt(i, k));
+    return r;
   }
 
   /** Node i's entry for scalar `slot`, -1 when it has none. */
@@ -166,7 +175,7 @@ class ResourceColumns {
   /** Node i's object changed: its allocatable is written in place, or false when its
    *  scalar resources no longer fit the layout (the caller builds again). */
   bool UpdateNode(NodeIndex i, const Snapshot& s) {
-    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    const NodeResources r = NodeSums(s, i);
     std::vector<std::pair<int32_t, int64_t>> scalars;  // (entry, allocatable)
     for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) scalars.emplace_back(k, 0);
     for (const auto& [name, v] : r.allocatable.scalars) {
@@ -189,7 +198,7 @@ class ResourceColumns {
 
   /** Node i joined (the last index): its columns go at the end. */
   void AddNode(NodeIndex i, const Snapshot& s) {
-    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    const NodeResources r = NodeSums(s, i);
     n_ = s.num_nodes();
     std::map<int32_t, std::pair<int64_t, int64_t>> entries;  // slot -> (allocatable, requested)
     for (const auto& [name, v] : r.allocatable.scalars) entries[SlotOf(name)].first = v;
@@ -214,7 +223,7 @@ class ResourceColumns {
 
   /** Node i's request sums computed again from its pods. */
   void RecomputeNode(NodeIndex i, const Snapshot& s) {
-    const NodeResources r = ComputeNodeResources(s.node(i), s.pods_on(i), pod_level_);
+    const NodeResources r = NodeSums(s, i);
     auto set = [](Column<int64_t>& c, size_t k, int64_t v) {
       if (c.host[k] != v) c.Set(k, v);
     };

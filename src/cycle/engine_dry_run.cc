@@ -1,5 +1,6 @@
 #include "kplace/cycle/engine_dry_run.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace kplace::cycle {
@@ -17,7 +18,12 @@ EngineDryRunHost::EngineDryRunHost(engine::Framework& fw, const engine::PreFilte
       nominated_(std::move(nominated)),
       make_reference_(std::move(reference)),
       slot_(snapshot.num_nodes(), -1) {
-  for (const std::string& name : fw_.filter_plugins()) pod_dependent_.push_back(PodDependentPreFilter(name));
+  const std::vector<std::string>& names = fw_.filter_plugins();
+  for (size_t f = 0; f < names.size(); ++f) {
+    if (pre_.status.IsSuccess() && pre_.skip_filter[f]) continue;
+    const bool dependent = PodDependentPreFilter(names[f]);
+    if (dependent || fw_.FilterReadsPods(static_cast<int>(f))) changing_.push_back({static_cast<int>(f), dependent});
+  }
 }
 
 EngineDryRunHost::~EngineDryRunHost() = default;
@@ -31,7 +37,15 @@ void EngineDryRunHost::Prefetch(const Pod& pod, const std::vector<int32_t>& node
   if (fetch_.empty()) return;
   const size_t num = fw_.filter_plugins().size();
   fw_.FilterEachOn(pre_, fetch_, &fetched_);
-  for (size_t j = 0; j < fetch_.size(); ++j) slot_[fetch_[j]] = static_cast<int32_t>(current_.size() / num);
+  for (size_t j = 0; j < fetch_.size(); ++j) {
+    slot_[fetch_[j]] = static_cast<int32_t>(current_.size() / num) + static_cast<int32_t>(j);
+    int32_t fixed = static_cast<int32_t>(num);
+    for (size_t f = 0; f < num && fixed == static_cast<int32_t>(num); ++f) {
+      const bool changes = std::any_of(changing_.begin(), changing_.end(), [&](const Changing& c) { return c.f == static_cast<int>(f); });
+      if (!pre_.skip_filter[f] && !changes && fetched_[j * num + f] != 0) fixed = static_cast<int32_t>(f);
+    }
+    fixed_reject_.push_back(fixed);
+  }
   current_.insert(current_.end(), fetched_.begin(), fetched_.end());
 }
 
@@ -62,19 +76,24 @@ int EngineDryRunHost::Check(const Pod& pod, int32_t node, const std::vector<cons
                             engine::VerdictCode* code) {
   if (&pod != &pod_ || !pre_.status.IsSuccess() || NominatedCounts(pod, node)) return kAskReference;
   if (slot_[node] < 0) Prefetch(pod, {node});
-  const size_t num = pod_dependent_.size();
+  const size_t num = fw_.filter_plugins().size();
   const engine::VerdictCode* current = &current_[static_cast<size_t>(slot_[node]) * num];
-  for (size_t f = 0; f < num; ++f) {
-    if (pre_.skip_filter[f]) continue;
+  const int fixed = fixed_reject_[slot_[node]];
+  // The chain in order: the plugins the removal may change answer before the first fixed
+  // rejection, which answers when none of them rejects.
+  for (const Changing& c : changing_) {
+    if (c.f > fixed) break;
     // The engine's InterPodAffinity verdict on a node an earlier plugin rejected can differ
     // from the reference's (found by this dry run; the cycle never reads it there), so the
     // plugins with cluster-wide PreFilter state leave such calls to the reference.
-    if (pod_dependent_[f]) return kAskReference;
-    if (!fw_.FilterWithout(static_cast<int>(f), node, removed, current[f], code)) return kAskReference;
+    if (c.pod_dependent) return kAskReference;
+    if (!fw_.FilterWithout(c.f, node, removed, current[c.f], code)) return kAskReference;
     if (*code == 0) continue;
-    return Rejects(static_cast<int>(f), *code) ? static_cast<int>(f) : kAskReference;  // the reference words errors
+    return Rejects(c.f, *code) ? c.f : kAskReference;  // the reference words errors
   }
-  return kPasses;
+  if (fixed == static_cast<int>(num)) return kPasses;
+  *code = current[fixed];
+  return Rejects(fixed, *code) ? fixed : kAskReference;
 }
 
 PluginStatus EngineDryRunHost::Filter(const Pod& pod, int32_t node, const std::vector<const Pod*>& removed) {

@@ -976,6 +976,7 @@ class CycleScheduler final : public Scheduler {
       }
       // Nodes rejected alike share their verdict's status (VerdictKey: equal statuses).
       for (Verdicts& e : verdicts) statuses.Add(std::move(e.status));
+      statuses.of_row.assign(objects().nodes.size(), -1);  // one allocation, not one per row
       for (size_t j = 0; j < rejected.size(); ++j) statuses.Set(rejected[j], verdict_of[j]);
       return TimedPostFilter(pod, ev, ev_index, statuses, /*dra_ran=*/true, dra_rejected, std::move(out));
     }
@@ -1214,7 +1215,7 @@ class CycleScheduler final : public Scheduler {
     options.offset = [this](int32_t potential) {
       return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
     };
-    std::vector<PodDisruptionBudget> pdbs = objects().pdbs;
+    const std::vector<PodDisruptionBudget>& pdbs = objects().pdbs;
     PostFilterResult r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
     if (r.status.refused) {  // the dry run reached what kplace does not model
       out.code = Code::kError;
@@ -1226,17 +1227,7 @@ class CycleScheduler final : public Scheduler {
     std::string msg = r.status.code == Code::kUnschedulable ? joined() : r.status.Message();
     if (r.status.code == Code::kError) out.code = Code::kError;
     PreemptionOutcome& po = out.preemption.emplace();
-    for (const Candidate& c : r.candidates) {
-      PreemptionOutcome::Candidate pc{objects().nodes[c.node].meta.name, {}, c.num_pdb_violations, {}};
-      for (const Pod* v : c.victims) pc.victims.push_back(ObjectKey(v->meta));
-      for (int32_t k = 0; k < kNumCandidateCriteria; ++k) pc.scores.push_back(CandidateScore(c, k));
-      po.candidates.push_back(std::move(pc));
-    }
-    po.decided_by = r.decided_by < kNumCandidateCriteria ? kCandidateCriteria[r.decided_by] : "first found";
-    for (size_t row = 0; row < r.dry_run_statuses.of_row.size(); ++row) {
-      const int32_t row_i = static_cast<int32_t>(row);
-      if (r.dry_run_statuses.Has(row_i)) po.rejected[objects().nodes[row].meta.name] = r.dry_run_statuses.Get(row_i).Message();
-    }
+    if (options_.explain) ExplainPostFilter(r, &po);  // only explain reads the dry run's details
     if (!r.has_result) return finish(std::move(msg));
     if (!r.status.IsSuccess()) {
       ClearNomination(pod);
@@ -1254,6 +1245,21 @@ class CycleScheduler final : public Scheduler {
     Nominate(nominated);
     Actuate(r.victims, profile.scheduler_name);
     return finish(std::move(msg));
+  }
+
+  // The dry run's candidates, their criteria and the nodes it ruled out, by name.
+  void ExplainPostFilter(const PostFilterResult& r, PreemptionOutcome* po) const {
+    for (const Candidate& c : r.candidates) {
+      PreemptionOutcome::Candidate pc{objects().nodes[c.node].meta.name, {}, c.num_pdb_violations, {}};
+      for (const Pod* v : c.victims) pc.victims.push_back(ObjectKey(v->meta));
+      for (int32_t k = 0; k < kNumCandidateCriteria; ++k) pc.scores.push_back(CandidateScore(c, k));
+      po->candidates.push_back(std::move(pc));
+    }
+    po->decided_by = r.decided_by < kNumCandidateCriteria ? kCandidateCriteria[r.decided_by] : "first found";
+    for (size_t row = 0; row < r.dry_run_statuses.of_row.size(); ++row) {
+      const int32_t row_i = static_cast<int32_t>(row);
+      if (r.dry_run_statuses.Has(row_i)) po->rejected[objects().nodes[row].meta.name] = r.dry_run_statuses.Get(row_i).Message();
+    }
   }
 
   void ClearNomination(const Pod& pod) { nominated_.erase(ObjectKey(pod.meta)); }

@@ -141,14 +141,20 @@ void Snapshot::Attach(const Pod& pod, NodeIndex i, size_t pos) {
   requests.insert(requests.begin() + static_cast<std::ptrdiff_t>(at), nullptr);
 }
 
+const NodeResources& Snapshot::RequestsAt(NodeIndex i, size_t k) const {
+  SharedRequests& slot = requests_on_node_[i][k];
+  if (!slot) slot = ComputeRequests(*pods_on_node_[i][k]);
+  return *slot;
+}
+
 const NodeResources& Snapshot::RequestsOf(const Pod& pod, NodeIndex i) const {
   SharedRequests* slot = nullptr;
   if (&pod == unbound_) {
     slot = &unbound_requests_;
   } else {
     const std::vector<const Pod*>& on = pods_on_node_[i];
-    for (size_t k = on.size(); k-- > 0 && !slot;) {
-      if (on[k] == &pod) slot = &requests_on_node_[i][k];
+    for (size_t k = on.size(); k-- > 0;) {
+      if (on[k] == &pod) return RequestsAt(i, k);
     }
   }
   if (!slot) slot = &other_requests_;  // not the snapshot's pod: no telling whether it changes

@@ -154,6 +154,13 @@ void NodeResources::AddPod(const Pod& pod, bool pod_level_resources) {
   ++pod_count;
 }
 
+void NodeResources::Add(const NodeResources& pod) {
+  requested.Add(pod.requested);
+  non_zero_milli_cpu = SaturatingAdd(non_zero_milli_cpu, pod.non_zero_milli_cpu);
+  non_zero_memory = SaturatingAdd(non_zero_memory, pod.non_zero_memory);
+  pod_count += pod.pod_count;
+}
+
 bool SameRequests(const Pod& a, const Pod& b) {
   auto same = [](const std::vector<Container>& x, const std::vector<Container>& y) {
     if (x.size() != y.size()) return false;

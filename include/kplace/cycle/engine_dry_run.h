@@ -63,7 +63,15 @@ class EngineDryRunHost final : public DryRunHost {
   std::unique_ptr<DryRunHost> reference_;
   // Every filter plugin's verdict now on the prefetched nodes: current_[slot_[node] * F + f].
   std::vector<int32_t> slot_;
-  std::vector<bool> pod_dependent_;  // per filter plugin: PodDependentPreFilter
+  // The plugins the pod's PreFilter did not skip whose verdict the removed pods may change
+  // (in chain order), and per prefetched slot the first of the others that rejects (F:
+  // none): that verdict stands whatever is removed.
+  struct Changing {
+    int f;
+    bool pod_dependent;  // PodDependentPreFilter: the reference answers
+  };
+  std::vector<Changing> changing_;
+  std::vector<int32_t> fixed_reject_;
   std::vector<engine::VerdictCode> current_, fetched_;
   std::vector<engine::NodeIndex> fetch_;
   std::vector<std::pair<std::pair<int, engine::VerdictCode>, bool>> rejects_;  // Rejects, by (f, code)

@@ -110,6 +110,8 @@ struct PreemptionOutcome {
     int64_t pdb_violations = 0;
     std::vector<int64_t> scores;  // per criterion of kCandidateCriteria (preemption.h), higher wins
   };
+  // The dry run's details, kept only under Options::explain (building them for every
+  // preemption cost more than the dry run's own victim checks):
   std::vector<Candidate> candidates;            // the dry run's, in the order found
   std::string decided_by;                       // the criterion that chose among several
   std::map<std::string, std::string> rejected;  // nodes tried that are no candidate -> why

@@ -129,6 +129,9 @@ class Framework {
    *  given `current`, its verdict now (Plugin::FilterWithout); false when it cannot tell. */
   virtual bool FilterWithout(int f, NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode current,
                              VerdictCode* code) = 0;
+  /** False when filter plugin `f`'s verdicts read no pods (Plugin::FilterReadsPods): the
+   *  dry run keeps them as they are. */
+  virtual bool FilterReadsPods(int f) const = 0;
   /** The status that verdict `code` of filter plugin `plugin` stands for. */
   virtual PluginStatus Verdict(int plugin, VerdictCode code) const = 0;
 

@@ -50,6 +50,9 @@ struct NodeResources {
   int64_t pod_count = 0;
 
   void AddPod(const Pod& pod, bool pod_level_resources);
+  /** Adds what one pod adds (its AddPod on an empty NodeResources): the same sums as
+   *  AddPod of that pod, since every sum saturates alike. */
+  void Add(const NodeResources& pod);
 };
 
 /** True when `a` and `b` request exactly the same (every field PodRequests reads), so
