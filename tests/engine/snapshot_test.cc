@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tests/testing/differential.h"
 
 namespace kplace::engine {
@@ -93,6 +95,37 @@ TEST(SnapshotTest, RequestsOfIsKeptPerPodObjectAndReadAgainAfterAChange) {
   EXPECT_EQ(s.RequestsOf(other, 0).requested.milli_cpu, 1000);
   other.containers[0].requests["cpu"] = *Quantity::Parse("2");
   EXPECT_EQ(s.RequestsOf(other, 0).requested.milli_cpu, 2000);
+}
+
+
+// The resource columns build a node's sums from RequestsAt: equal to ComputeNodeResources,
+// saturated sums and extended resources included.
+TEST(SnapshotTest, SummedRequestsAtEqualComputeNodeResources) {
+  ObjectSet objects;
+  objects.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"example.com/gpu", "4"}}));
+  objects.pods.push_back(MakePod("a", {{"cpu", "100m"}, {"example.com/gpu", "1"}}, "n0"));
+  objects.pods.push_back(MakePod("b", {{"cpu", "100m"}, {"example.com/gpu", "1"}}, "n0"));
+  objects.pods.push_back(MakePod("c", {}, "n0"));  // no requests: the scoring defaults
+  objects.pods.push_back(MakePod("huge", {{"memory", "8Ei"}}, "n0"));
+  objects.pods.push_back(MakePod("huge2", {{"memory", "8Ei"}}, "n0"));  // the sum saturates
+  Snapshot s(objects, {});
+  ASSERT_EQ(s.pods_on(0).size(), 5u);
+  NodeResources summed;
+  for (size_t k = 0; k < s.pods_on(0).size(); ++k) summed.Add(s.RequestsAt(0, k));
+  const NodeResources want = ComputeNodeResources(s.node(0), s.pods_on(0), true);
+  EXPECT_EQ(summed.requested.milli_cpu, want.requested.milli_cpu);
+  EXPECT_EQ(summed.requested.milli_cpu, 200);
+  EXPECT_EQ(summed.requested.memory, want.requested.memory);
+  EXPECT_EQ(summed.requested.memory, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(summed.requested.scalars, want.requested.scalars);
+  EXPECT_EQ(summed.requested.scalars.at("example.com/gpu"), 2);
+  EXPECT_EQ(summed.non_zero_milli_cpu, want.non_zero_milli_cpu);
+  EXPECT_EQ(summed.non_zero_milli_cpu, 200 + 100 + 100 + 100);  // c, huge and huge2 get 100m
+  EXPECT_EQ(summed.non_zero_memory, want.non_zero_memory);
+  EXPECT_EQ(summed.pod_count, 5);
+  // Equal pods share one record.
+  EXPECT_EQ(&s.RequestsAt(0, 0), &s.RequestsAt(0, 1));
+  EXPECT_EQ(&s.RequestsOf(*s.pods_on(0)[1], 0), &s.RequestsAt(0, 1));
 }
 
 }  // namespace
