@@ -138,9 +138,21 @@ class ResourceColumns {
     }
   };
   bool RowWithout(NodeIndex i, const std::vector<const Pod*>& removed, const Snapshot& s, NodeRow* row) {
-    *row = NodeRow{alloc_cpu_.host[i], alloc_mem_.host[i], alloc_eph_.host[i], alloc_pods_.host[i],
-                   req_cpu_.host[i],   req_mem_.host[i],   req_eph_.host[i],   nz_cpu_.host[i],
-                   nz_mem_.host[i],    pod_count_.host[i], {0, 0},             {}, {}, {}};
+    // Field by field: the row's lists keep their capacity from call to call.
+    row->alloc_cpu = alloc_cpu_.host[i];
+    row->alloc_mem = alloc_mem_.host[i];
+    row->alloc_eph = alloc_eph_.host[i];
+    row->alloc_pods = alloc_pods_.host[i];
+    row->req_cpu = req_cpu_.host[i];
+    row->req_mem = req_mem_.host[i];
+    row->req_eph = req_eph_.host[i];
+    row->nz_cpu = nz_cpu_.host[i];
+    row->nz_mem = nz_mem_.host[i];
+    row->pod_count = pod_count_.host[i];
+    row->offsets[0] = 0;
+    row->slot.clear();
+    row->alloc_scalar.clear();
+    row->req_scalar.clear();
     for (int32_t k = scalar_offsets_.host[i]; k < scalar_offsets_.host[i + 1]; ++k) {
       row->slot.push_back(scalar_slot_.host[k]);
       row->alloc_scalar.push_back(alloc_scalar_.host[k]);

@@ -19,10 +19,15 @@ EngineDryRunHost::EngineDryRunHost(engine::Framework& fw, const engine::PreFilte
       make_reference_(std::move(reference)),
       slot_(snapshot.num_nodes(), -1) {
   const std::vector<std::string>& names = fw_.filter_plugins();
+  fixed_.assign(names.size(), 0);
   for (size_t f = 0; f < names.size(); ++f) {
     if (pre_.status.IsSuccess() && pre_.skip_filter[f]) continue;
     const bool dependent = PodDependentPreFilter(names[f]);
-    if (dependent || fw_.FilterReadsPods(static_cast<int>(f))) changing_.push_back({static_cast<int>(f), dependent});
+    if (dependent || fw_.FilterReadsPods(static_cast<int>(f))) {
+      changing_.push_back({static_cast<int>(f), dependent});
+    } else {
+      fixed_[f] = 1;
+    }
   }
 }
 
@@ -39,12 +44,9 @@ void EngineDryRunHost::Prefetch(const Pod& pod, const std::vector<int32_t>& node
   fw_.FilterEachOn(pre_, fetch_, &fetched_);
   for (size_t j = 0; j < fetch_.size(); ++j) {
     slot_[fetch_[j]] = static_cast<int32_t>(current_.size() / num) + static_cast<int32_t>(j);
-    int32_t fixed = static_cast<int32_t>(num);
-    for (size_t f = 0; f < num && fixed == static_cast<int32_t>(num); ++f) {
-      const bool changes = std::any_of(changing_.begin(), changing_.end(), [&](const Changing& c) { return c.f == static_cast<int>(f); });
-      if (!pre_.skip_filter[f] && !changes && fetched_[j * num + f] != 0) fixed = static_cast<int32_t>(f);
-    }
-    fixed_reject_.push_back(fixed);
+    size_t fixed = 0;
+    while (fixed < num && !(fixed_[fixed] && fetched_[j * num + fixed] != 0)) ++fixed;
+    fixed_reject_.push_back(static_cast<int32_t>(fixed));
   }
   current_.insert(current_.end(), fetched_.begin(), fetched_.end());
 }

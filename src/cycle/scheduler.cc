@@ -175,7 +175,10 @@ class EngineEvaluator final : public Evaluator {
     EnsureRows(i + 1);
     chunk_.clear();
     const int32_t m = scan_ ? static_cast<int32_t>(scan_->size()) : 0;
-    auto at = [&](int32_t v) { return (*scan_)[(static_cast<int64_t>(scan_start_) + v) % m]; };
+    auto at = [&](int32_t v) {  // scan_start_ < m and v < m: one wrap at most
+      const int32_t p = scan_start_ + v;
+      return (*scan_)[p >= m ? p - m : p];
+    };
     while (scan_pos_ < m && stamped_[at(scan_pos_)] == stamp_) ++scan_pos_;
     if (scan_pos_ < m && at(scan_pos_) == i) {
       const int64_t needed = std::max<int64_t>(1, scan_k_ + 1 - scan_feasible_);  // the (k+1)-th ends the scan
@@ -903,21 +906,30 @@ class CycleScheduler final : public Scheduler {
     };
     std::vector<Verdicts> verdicts;
     std::vector<int32_t> verdict_of;  // per rejected node, its entry of verdicts
-    for (int32_t v = 0; v < m; ++v) {
-      NodeIndex i = candidates[(next_start_ + v) % m];
-      std::string plugin;
-      PluginStatus s;  // Success: a node that passes needs no status built
-      const bool plain = !explain && (nominated_on.empty() || !nominated_on[i]);
+    // A failing scan rejects every node, mostly alike: the last verdict seen answers first.
+    int64_t last_key = -1;
+    int32_t last_entry = -1;
+    const bool any_nominated = !nominated_on.empty();
+    for (int32_t v = 0, at = m > 0 ? next_start_ % m : 0; v < m; ++v, at = at + 1 == m ? 0 : at + 1) {
+      const NodeIndex i = candidates[at];
+      const bool plain = !explain && (!any_nominated || !nominated_on[i]);
       const int64_t key = plain ? ev->VerdictKey(i) : -1;
       if (key > 0) {
-        auto seen = std::find_if(verdicts.begin(), verdicts.end(), [&](const Verdicts& e) { return e.key == key; });
-        if (seen != verdicts.end()) {
-          ++seen->nodes;
+        int32_t entry = key == last_key ? last_entry : -1;
+        for (size_t e = 0; entry < 0 && e < verdicts.size(); ++e) {
+          if (verdicts[e].key == key) entry = static_cast<int32_t>(e);
+        }
+        if (entry >= 0) {
+          ++verdicts[entry].nodes;
           rejected.push_back(i);
-          verdict_of.push_back(static_cast<int32_t>(seen - verdicts.begin()));
+          verdict_of.push_back(entry);
+          last_key = key;
+          last_entry = entry;
           continue;
         }
       }
+      std::string plugin;
+      PluginStatus s;  // Success: a node that passes needs no status built
       if (key != 0) s = node_status(i, &plugin);
       if (s.code == Code::kError) {
         out.code = Code::kError;
@@ -971,8 +983,12 @@ class CycleScheduler final : public Scheduler {
       out.unschedulable_plugins = SortedUnique(std::move(rejectors));
       if (ev->profile().post_filter.empty()) return out;
       std::vector<NodeIndex> dra_rejected;  // where DynamicResources' Filter ran and rejected
-      for (size_t j = 0; j < rejected.size(); ++j) {
-        if (verdicts[verdict_of[j]].plugin == plugins::dra::kName) dra_rejected.push_back(rejected[j]);
+      std::vector<char> by_dra(verdicts.size());  // per verdict, not per node: one name compare each
+      for (size_t e = 0; e < verdicts.size(); ++e) by_dra[e] = verdicts[e].plugin == plugins::dra::kName;
+      if (std::find(by_dra.begin(), by_dra.end(), 1) != by_dra.end()) {
+        for (size_t j = 0; j < rejected.size(); ++j) {
+          if (by_dra[verdict_of[j]]) dra_rejected.push_back(rejected[j]);
+        }
       }
       // Nodes rejected alike share their verdict's status (VerdictKey: equal statuses).
       for (Verdicts& e : verdicts) statuses.Add(std::move(e.status));

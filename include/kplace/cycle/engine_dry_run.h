@@ -71,6 +71,7 @@ class EngineDryRunHost final : public DryRunHost {
     bool pod_dependent;  // PodDependentPreFilter: the reference answers
   };
   std::vector<Changing> changing_;
+  std::vector<char> fixed_;  // per filter plugin: it runs and the removal cannot change it
   std::vector<int32_t> fixed_reject_;
   std::vector<engine::VerdictCode> current_, fetched_;
   std::vector<engine::NodeIndex> fetch_;
