@@ -99,6 +99,30 @@ TEST(PodShapesTest, OnlyPlainStringsAreCut) {
   EXPECT_EQ(KeyOf(R"({"spec":{"nodeName":"node-2","containers":[]},"metadata":{"uid":"uu","name":"q"}})"), key);
 }
 
+// The scan tests 16 bytes at a time: quotes, escapes and brackets at every offset of a block
+// (and at the text's end) must be found as a byte-by-byte scan finds them.
+TEST(PodShapesTest, ScanFindsDelimitersAtEveryOffset) {
+  for (size_t pad = 0; pad < 40; ++pad) {
+    const std::string filler(pad, 'x');
+    // An escaped quote and brackets inside a label value, then a nested object after it.
+    const std::string extra = StrCat(R"("labels":{"a":")", filler, R"(\"}{[]","b":")", filler, R"("},)",
+                                     R"("annotations":{"n":{"m":[)", filler.empty() ? "" : "\"\"", "]}},");
+    PodCuts a, b;
+    const std::string ta = PodText(StrCat("p", filler), "u-1", "node-1", "100m", extra);
+    const std::string tb = PodText("q", StrCat("uid", filler), "n", "100m", extra);
+    const std::string ka = KeyOf(ta, &a), kb = KeyOf(tb, &b);
+    ASSERT_NE(ka, "<not keyed>") << ta;
+    EXPECT_EQ(ka, kb) << pad;
+    EXPECT_EQ(a.name, StrCat("p", filler));
+    EXPECT_EQ(*b.uid, StrCat("uid", filler));
+    EXPECT_EQ(*a.node_name, "node-1");
+    // Cut short anywhere: never keyed, never read past the end.
+    for (size_t cut = 1; cut < ta.size(); cut += 7) {
+      EXPECT_EQ(KeyOf(ta.substr(0, cut)), "<not keyed>") << cut;
+    }
+  }
+}
+
 // Whenever two texts share a key, the shape's Pod with the other's cuts is the other's Pod.
 TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
   const std::vector<std::string> texts = {
