@@ -1,5 +1,7 @@
 #include "kplace/cycle/scheduler.h"
 
+#include "absl/container/flat_hash_map.h"
+
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -8,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
+#include <string_view>
 #include <utility>
 
 #if defined(_OPENMP)
@@ -536,7 +539,7 @@ class CycleScheduler final : public Scheduler {
   using Scheduler::Apply;
   absl::Status Apply(state::ClusterEvent&& event) override {
     try {
-      if (event.kind == "Pod") return ApplyPod(std::move(event));
+      if (std::string_view(event.kind) == "Pod") return ApplyPod(std::move(event));  // inline, no strlen
       return ApplyObjects(event);
     } catch (const std::exception& e) {
       // An added pod is taken over (ApplyPod) before it is counted in: then the key is gone.
@@ -1361,12 +1364,17 @@ class CycleScheduler final : public Scheduler {
   // The node a bound pod counts on, kNoId when none does (a node not in the cluster, a pod
   // that finished): where Snapshot and MakeClusterState place it.
   // A pod bound to a node the cluster does not have (yet): it counts when that node joins.
+  // Compared as views: inline, with no strlen per pod event.
+  static bool Finished(const Pod& p) {
+    const std::string_view phase = p.phase;
+    return phase == "Succeeded" || phase == "Failed";
+  }
   static bool WaitsForNode(const Pod& p, NodeIndex node) {
-    return node == engine::kNoId && !p.node_name.empty() && p.phase != "Succeeded" && p.phase != "Failed";
+    return node == engine::kNoId && !p.node_name.empty() && !Finished(p);
   }
 
   NodeIndex InSnapshot(const Pod& p) const {
-    if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") return engine::kNoId;
+    if (p.node_name.empty() || Finished(p)) return engine::kNoId;
     auto it = node_index_.find(p.node_name);
     return it == node_index_.end() ? engine::kNoId : it->second;
   }
@@ -1447,7 +1455,7 @@ class CycleScheduler final : public Scheduler {
     return RemovePod(it, keep);
   }
 
-  PodBox RemovePod(std::unordered_map<std::string, LivePod>::iterator it, bool keep = false) {
+  PodBox RemovePod(absl::flat_hash_map<std::string, LivePod>::iterator it, bool keep = false) {
     const std::string& key = it->first;
     LivePod& live = it->second;
     waiting_for_node_ -= WaitsForNode(*live.pod, live.node);
@@ -1482,7 +1490,10 @@ class CycleScheduler final : public Scheduler {
 
   absl::Status ApplyPod(state::ClusterEvent&& event) {
     Pod& pod = event.object.pods[0];
-    std::string key = ObjectKey(pod.meta);
+    probe_.clear();
+    if (!pod.meta.namespace_.empty()) probe_.append(pod.meta.namespace_).append(1, '/');
+    probe_.append(pod.meta.name);  // ObjectKey's text
+    const std::string& key = probe_;
     auto it = pods_.find(key);
     const bool known = it != pods_.end();
     const bool bound = !pod.node_name.empty();
@@ -1520,7 +1531,7 @@ class CycleScheduler final : public Scheduler {
     } else {
       box.push_back(std::move(pod));
     }
-    AddPod(std::move(box), next_seq_++, std::move(key));
+    AddPod(std::move(box), next_seq_++, std::string(key));
     return absl::OkStatus();
   }
 
@@ -1929,7 +1940,10 @@ class CycleScheduler final : public Scheduler {
   std::unique_ptr<engine::Snapshot> snapshot_;
   reference::ClusterState state_;
   reference::ClusterState dry_state_;  // the engine's snapshot as the reference sees it
-  std::unordered_map<std::string, LivePod> pods_;  // every pod with a node, by key
+  // Every pod with a node, by key: flat (no node allocated per pod event), pointers to
+  // entries are not kept across changes.
+  absl::flat_hash_map<std::string, LivePod> pods_;
+  std::string probe_;  // ApplyPod's key, built without an allocation once it has grown
   int64_t waiting_for_node_ = 0;  // of those, bound to a node the cluster lacks
   uint64_t next_seq_ = 0;
   std::shared_ptr<plugins::volume::VolumeAssumeCache> carried_assume_;  // across RebuildWith
