@@ -1,7 +1,5 @@
 #include "kplace/cycle/scheduler.h"
 
-#include "absl/container/flat_hash_map.h"
-
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -9,14 +7,15 @@
 #include <numeric>
 #include <set>
 #include <stdexcept>
-#include <unordered_map>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
+#include "absl/container/flat_hash_map.h"
 #include "kplace/common/strings.h"
 #include "kplace/common/status.h"
 #include "kplace/cycle/batch.h"
