@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/plugin_harness.h"
-#include "kplace/common/strings.h"
 #include "kplace/bench/workload.h"
+#include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/node_order.h"
 #include "kplace/cycle/scheduler.h"
@@ -275,7 +275,7 @@ void BM_EventPodDeleteAdd(benchmark::State& state) {
     }
     state.ResumeTiming();
     for (state::ClusterEvent& e : batch) {
-      if (!s->Apply(std::move(e)).ok()) return state.SkipWithError("event refused");
+      if (!s->state().Apply(std::move(e)).ok()) return state.SkipWithError("event refused");
     }
   }
   state.SetItemsProcessed(static_cast<int64_t>(2 * del.size()) * state.iterations());
@@ -287,7 +287,7 @@ void NodeThereAndBack(benchmark::State& state, cycle::Scheduler* s, const Node& 
   const state::ClusterEvent to = state::NodeEvent(state::EventType::kModified, there);
   const state::ClusterEvent from = state::NodeEvent(state::EventType::kModified, back);
   for (auto _ : state) {
-    if (!s->Apply(to).ok() || !s->Apply(from).ok()) return state.SkipWithError("event refused");
+    if (!s->state().Apply(to).ok() || !s->state().Apply(from).ok()) return state.SkipWithError("event refused");
   }
   state.SetItemsProcessed(2 * state.iterations());
 }
@@ -311,7 +311,7 @@ void BM_EventNodeZoneChange(benchmark::State& state) {
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
   auto s = EventScheduler(state, f);
   if (!s) return;
-  if (!s->Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
+  if (!s->state().Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
   Node moved = f->cluster.nodes[7];  // zone-7
   moved.meta.labels["topology.kubernetes.io/zone"] = "zone-3";
   NodeThereAndBack(state, s.get(), moved, f->cluster.nodes[7]);
@@ -323,7 +323,7 @@ void BM_EventNodeAdd(benchmark::State& state) {
   Fixture* f = GetFixture(static_cast<int32_t>(state.range(0)));
   auto s = EventScheduler(state, f);
   if (!s) return;
-  if (!s->Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
+  if (!s->state().Apply(state::NodeEvent(state::EventType::kModified, f->cluster.nodes[0])).ok()) return state.SkipWithError("update");
   Node extra = f->cluster.nodes[3];
   int64_t k = 0;
   for (auto _ : state) {
@@ -332,7 +332,7 @@ void BM_EventNodeAdd(benchmark::State& state) {
     extra.meta.labels["kubernetes.io/hostname"] = extra.meta.name;
     const state::ClusterEvent add = state::NodeEvent(state::EventType::kAdded, extra);
     state.ResumeTiming();
-    if (!s->Apply(add).ok()) return state.SkipWithError("event refused");
+    if (!s->state().Apply(add).ok()) return state.SkipWithError("event refused");
   }
   state.SetItemsProcessed(state.iterations());
 }
@@ -348,7 +348,7 @@ void BM_EventNodeAddDelete(benchmark::State& state) {
   const state::ClusterEvent add = state::NodeEvent(state::EventType::kAdded, extra);
   const state::ClusterEvent del = state::NodeEvent(state::EventType::kDeleted, extra);
   for (auto _ : state) {
-    if (!s->Apply(add).ok() || !s->Apply(del).ok()) return state.SkipWithError("event refused");
+    if (!s->state().Apply(add).ok() || !s->state().Apply(del).ok()) return state.SkipWithError("event refused");
   }
   state.SetItemsProcessed(2 * state.iterations());
 }
@@ -366,15 +366,15 @@ void BM_TransactionScheduleRevert(benchmark::State& state) {
   const std::vector<Pod>* pods = &pod_list;
   const bool revert = state.range(1) != 0;
   for (auto _ : state) {
-    if (revert && !s->Begin().ok()) return state.SkipWithError("Begin");
+    if (revert && !s->state().Begin().ok()) return state.SkipWithError("Begin");
     for (const Pod& p : *pods) benchmark::DoNotOptimize(s->Schedule(p));
-    if (revert && !s->Revert().ok()) return state.SkipWithError("Revert");
+    if (revert && !s->state().Revert().ok()) return state.SkipWithError("Revert");
     if (!revert) {  // the same pods leave again, untimed
       state.PauseTiming();
       for (const Pod& p : *pods) {
         Pod gone = p;
         gone.node_name = "bound";
-        if (!s->Apply(state::PodEvent(state::EventType::kDeleted, gone)).ok()) return state.SkipWithError("delete");
+        if (!s->state().Apply(state::PodEvent(state::EventType::kDeleted, gone)).ok()) return state.SkipWithError("delete");
       }
       state.ResumeTiming();
     }

@@ -122,10 +122,10 @@ void BM_ScheduleCycleOnly(benchmark::State& state) {
   auto scheduler = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), cycle::Options{});
   if (!scheduler.ok()) return state.SkipWithError("Create failed");
   for (auto _ : state) {
-    if (!(*scheduler)->Begin().ok()) return state.SkipWithError("Begin failed");
+    if (!(*scheduler)->state().Begin().ok()) return state.SkipWithError("Begin failed");
     std::vector<cycle::Placement> r = (*scheduler)->ScheduleAll(request.pods);
     benchmark::DoNotOptimize(r.data());
-    if (!(*scheduler)->Revert().ok()) return state.SkipWithError("Revert failed");
+    if (!(*scheduler)->state().Revert().ok()) return state.SkipWithError("Revert failed");
   }
   state.SetItemsProcessed(static_cast<int64_t>(pods) * state.iterations());
 }
@@ -182,11 +182,11 @@ void BM_ApplySchedulerOnly(benchmark::State& state) {
     scheduler = std::move(*created);
     batch = events;
     state.ResumeTiming();
-    if (!scheduler->Begin().ok()) return state.SkipWithError("Begin failed");
+    if (!scheduler->state().Begin().ok()) return state.SkipWithError("Begin failed");
     for (state::ClusterEvent& e : batch) {
-      if (!scheduler->Apply(std::move(e)).ok()) return state.SkipWithError("Apply failed");
+      if (!scheduler->state().Apply(std::move(e)).ok()) return state.SkipWithError("Apply failed");
     }
-    if (!scheduler->Commit().ok()) return state.SkipWithError("Commit failed");
+    if (!scheduler->state().Commit().ok()) return state.SkipWithError("Commit failed");
   }
   state.SetItemsProcessed(static_cast<int64_t>(n) * state.iterations());
 }

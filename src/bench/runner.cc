@@ -226,7 +226,7 @@ int64_t Compare(const char* a_name, const std::vector<cycle::Placement>& a, cons
 // Puts the workload's churn ticks and pod deletions among the measured pods: upstream runs
 // them on wall-clock timers while its measured pods schedule at about the throughput its CI
 // expects, so an event at time T comes after the measured pods that arrive before T at that
-// throughput (docs/benchmarks.md, "Churn").
+// throughput (docs/benchmarks.md, "Churn and deletions").
 absl::Status PlaceEvents(const Workload& w, const std::vector<std::vector<Pod>>& init_pods, int64_t measured, Phase* phase) {
   if (!w.churn && !w.delete_pods) return absl::OkStatus();
   const Variant* v = w.FindVariant(w.variant);

@@ -18,13 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "kplace/bench/progress.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/explain_table.h"
-#include "kplace/bench/progress.h"
+#include "kplace/cli/flags.h"
 #include "kplace/cli/klog.h"
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
-#include "kplace/cli/flags.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/node_order.h"
@@ -543,7 +543,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     pod_of.clear();
     for (const cycle::Placement& p : placements) pod_of.push_back(by_key.at(p.pod));
     order.resize(placements.size());
-    num_nodes = (*scheduler)->NodeOrder().size();
+    num_nodes = (*scheduler)->state().NodeOrder().size();
   }
   std::map<std::string, const Profile*> profile_of;  // schedulerName -> its profile
   for (const Profile& p : config.profiles) profile_of[p.scheduler_name] = &p;

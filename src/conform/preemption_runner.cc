@@ -8,10 +8,10 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/conform/runner.h"
-#include "kplace/cycle/node_order.h"
 #include "kplace/cycle/preemption.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
+#include "kplace/state/node_tree.h"
 
 namespace kplace::conform {
 namespace {
@@ -134,7 +134,7 @@ NodeToStatus Statuses(const PreemptionInput& in, const cycle::DryRunHost& host) 
 std::vector<int32_t> AllNodes(const cycle::DryRunHost& host) {
   std::vector<const Node*> nodes;
   for (int32_t i = 0; i < host.NumNodes(); ++i) nodes.push_back(&host.NodeAt(i));
-  return cycle::ZoneRoundRobinOrder(nodes);
+  return state::ZoneRoundRobinOrder(nodes);
 }
 
 void Diff(std::vector<std::string>* diffs, const std::string& what, const std::string& want, const std::string& got) {

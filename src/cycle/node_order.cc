@@ -6,44 +6,6 @@
 #include <unordered_map>
 
 namespace kplace::cycle {
-namespace {
-
-std::string LabelOr(const Node& node, const char* beta, const char* ga) {
-  auto it = node.meta.labels.find(beta);
-  if (it != node.meta.labels.end()) return it->second;  // presence of the key decides
-  it = node.meta.labels.find(ga);
-  return it == node.meta.labels.end() ? "" : it->second;
-}
-
-}  // namespace
-
-std::string ZoneKey(const Node& node) {
-  std::string zone = LabelOr(node, "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone");
-  std::string region = LabelOr(node, "failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region");
-  if (region.empty() && zone.empty()) return "";
-  return region + std::string(":\x00:", 3) + zone;
-}
-
-std::vector<int32_t> ZoneRoundRobinOrder(const std::vector<const Node*>& nodes) {
-  std::vector<std::vector<int32_t>> zones;
-  std::unordered_map<std::string, size_t> zone_index;
-  std::unordered_map<std::string, bool> seen;
-  for (int32_t i = 0; i < static_cast<int32_t>(nodes.size()); ++i) {
-    if (seen[nodes[i]->meta.name]) continue;  // the tree ignores a repeated add
-    seen[nodes[i]->meta.name] = true;
-    auto [it, inserted] = zone_index.emplace(ZoneKey(*nodes[i]), zones.size());
-    if (inserted) zones.emplace_back();
-    zones[it->second].push_back(i);
-  }
-  std::vector<int32_t> out;
-  out.reserve(nodes.size());
-  for (size_t round = 0; out.size() < seen.size(); ++round) {
-    for (const auto& z : zones) {
-      if (round < z.size()) out.push_back(z[round]);
-    }
-  }
-  return out;
-}
 
 std::vector<int32_t> RestrictedOrder(const std::vector<int32_t>& order, const std::vector<int32_t>& allowed) {
   // Indexed by node, sized by the largest allowed: order also holds nodes past it.

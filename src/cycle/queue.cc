@@ -67,13 +67,13 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
         self.new_pod = &pod;
         if (!WorthRequeuing(pod, waiting->second.plugins, self)) {
           waiting->second.pod = pod;  // waits on, as it is now
-          return scheduler_->Apply(event);
+          return scheduler_->state().Apply(event);
         }
       }
       Forget(key);
       active_.push_back(pod);
       active_keys_.insert(key);
-      return scheduler_->Apply(event);  // its nomination, if any
+      return scheduler_->state().Apply(event);  // its nomination, if any
     }
     if (event.type == state::EventType::kDeleted && pod.node_name.empty() && pending_here && !scheduler_->Nomination(key)) {
       // Without a nomination a pending pod is nothing other pods see: it just leaves.
@@ -89,7 +89,7 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
   Node old_node;
   Pod old_pod;
   const HintEvent hint = Before(event, &old_node, &old_pod);
-  absl::Status s = scheduler_->Apply(event);
+  absl::Status s = scheduler_->state().Apply(event);
   if (!s.ok()) return s;
   if (pending_here) Forget(key);
   if (RetriesPods(event.kind)) Requeue(hint);
@@ -104,14 +104,14 @@ HintEvent SchedulingQueue::Before(const state::ClusterEvent& event, Node* old_no
   if (unschedulable_.empty()) return h;  // nobody to ask
   if (event.kind == "Node") {
     const Node& n = event.object.nodes[0];
-    if (const Node* was = scheduler_->FindNode(n.meta.name)) {
+    if (const Node* was = scheduler_->state().FindNode(n.meta.name)) {
       *old_node = *was;
       h.old_node = old_node;
     }
     if (event.type != state::EventType::kDeleted) h.new_node = &n;
   } else if (event.kind == "Pod") {
     const Pod& p = event.object.pods[0];
-    if (const Pod* was = scheduler_->FindBoundPod(ObjectKey(p.meta))) {
+    if (const Pod* was = scheduler_->state().FindBoundPod(ObjectKey(p.meta))) {
       *old_pod = *was;
       h.old_pod = old_pod;
     } else if (event.type == state::EventType::kDeleted) {

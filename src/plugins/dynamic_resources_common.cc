@@ -268,4 +268,28 @@ PostFilterOutcome PostFilter(const Pod& pod, bool ran_prefilter, const PreFilter
   return out;
 }
 
+PluginStatus HostSteps::PreEnqueue(const Pod& pod, const ObjectSet& objects) {
+  return ResolveClaims(pod, objects, &index_).status;
+}
+
+PluginStatus HostSteps::PreBind(const Pod& pod, const ObjectSet& objects, ObjectSet* writes) {
+  if (pod.resource_claims.empty()) return PluginStatus::Success();
+  const PreFilterPlan plan = PreFilter(pod, objects, gates_, &index_);
+  PluginStatus refusal;
+  std::vector<ResourceClaim> reserved = ReserveClaims(pod, plan, &refusal);
+  if (refusal.refused) return refusal;
+  for (ResourceClaim& c : reserved) writes->resource_claims.push_back(std::move(c));
+  return PluginStatus::Success();
+}
+
+PluginStatus HostSteps::PostFilter(const Pod& pod, const ObjectSet& objects, const PostFilterInput& in,
+                                   ObjectSet* writes) {
+  const PreFilterPlan plan = in.pre_filter_ran ? PreFilter(pod, objects, gates_, &index_) : PreFilterPlan{};
+  std::vector<int32_t> unavailable;
+  for (const Node* node : in.rejected) Filter(plan, *node, &unavailable);
+  PostFilterOutcome out = dra::PostFilter(pod, in.pre_filter_ran, plan, unavailable);
+  if (out.deallocated) writes->resource_claims.push_back(std::move(*out.deallocated));
+  return out.status;
+}
+
 }  // namespace kplace::plugins::dra

@@ -187,7 +187,7 @@ absl::Status PlacementState::ApplyOne(std::string_view text, size_t k, EventDeco
   const bool pending_pod = pod && e.object.pods[0].node_name.empty();
   // A decoded pod's key is the one its JSON gives (PodKey): namespace defaulted, then name.
   std::string key = pod ? ObjectKey(e.object.pods[0].meta) : KeyOf(object.value);
-  KPLACE_RETURN_IF_ERROR(scheduler_->Apply(std::move(e)));
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Apply(std::move(e)));
   KeptMap& into = pod ? pods_ : objects_;
   auto it = into.find(key);
   const bool existed = it != into.end();
@@ -229,7 +229,7 @@ void PlacementState::Rollback(std::vector<MirrorUndo>* undo) {
 absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_view>& events,
                                                 std::optional<uint64_t> expected) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
-  KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
   std::vector<MirrorUndo> undo;
   undo.reserve(events.size());
   const ObjectSet classes = classes_;
@@ -243,14 +243,14 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_vie
       s = absl::InternalError(StrCat("events[", k, "]: ", e.what()));
     }
     if (!s.ok()) {
-      (void)scheduler_->Revert();
+      (void)scheduler_->state().Revert();
       Rollback(&undo);
       classes_ = classes;
       order_.resize(order_size);
       return absl::Status(s.code(), StrCat(s.message(), " (no event of this call was applied)"));
     }
   }
-  KPLACE_RETURN_IF_ERROR(scheduler_->Commit());
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
   return ++revision_;
 }
 
@@ -384,7 +384,7 @@ absl::Status PlacementState::FinishRequest(const std::map<std::string, std::stri
   // A pod the cluster already holds on a node is not pending: the API server would say it exists.
   for (const Pod& p : out->decoded.pods) {
     const std::string key = ObjectKey(p.meta);
-    if (const Pod* bound = scheduler_ ? scheduler_->FindBoundPod(key) : nullptr) {
+    if (const Pod* bound = scheduler_ ? scheduler_->state().FindBoundPod(key) : nullptr) {
       return absl::InvalidArgumentError(StrCat("pods: Pod ", key, " already exists, bound to node ", bound->node_name));
     }
   }
@@ -465,7 +465,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   }
 
   ScheduleResult out;
-  if (dry_run) KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  if (dry_run) KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
   const std::vector<size_t> order = cycle::QueueOrder(pods);
   std::vector<cycle::Placement> placed(pods.size());
   std::vector<size_t> run;  // consecutive pods of no gang, scheduled together
@@ -505,7 +505,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   for (size_t k : order) out.placements.push_back(std::move(placed[k]));
   if (explain) Explain(pods, &out);
   if (dry_run) {
-    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+    KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
     out.revision = revision_;
     return out;
   }
@@ -530,7 +530,7 @@ absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const
   GangResult r;
   r.name = gang.name;
   r.min_count = gang.min_count;
-  KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
   std::vector<Pod> batch;
   for (size_t m : members) batch.push_back(pods[m]);
   std::vector<cycle::Placement> got = scheduler_->ScheduleAll(batch);
@@ -544,9 +544,9 @@ absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const
   }
   r.placed = r.placed_count >= gang.min_count;
   if (r.placed) {
-    KPLACE_RETURN_IF_ERROR(scheduler_->Commit());
+    KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
   } else {
-    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+    KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
     if (r.first_unplaced.empty()) r.reason = StrCat("the gang has ", members.size(), " members");
     const std::string why = StrCat("gang ", gang.name, ": ", r.placed_count, " of ", members.size(),
                                    " members placed, minCount ", gang.min_count,
@@ -573,9 +573,9 @@ absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, s
   out.revision = revision_;
   out.placements.reserve(req.decoded.pods.size());
   for (const Pod& pod : req.decoded.pods) {
-    KPLACE_RETURN_IF_ERROR(scheduler_->Begin());
+    KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
     out.placements.push_back(std::move(scheduler_->ScheduleAll({pod})[0]));
-    KPLACE_RETURN_IF_ERROR(scheduler_->Revert());
+    KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
   }
   if (explain) Explain(req.decoded.pods, &out);
   return out;
@@ -584,7 +584,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, s
 json PlacementState::Snapshot() const {
   json items = json::array();
   if (!scheduler_) return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
-  const ObjectSet now = scheduler_->Objects();
+  const ObjectSet now = scheduler_->state().Objects();
   for (const Node& n : now.nodes) {
     auto it = objects_.find(StrCat("Node:/", n.meta.name));
     if (it != objects_.end()) items.push_back(it->second.Get());

@@ -8,8 +8,8 @@
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
-#include "kplace/cycle/node_order.h"
 #include "kplace/model/decode.h"
+#include "kplace/state/node_tree.h"
 
 namespace kplace::state {
 namespace {
@@ -87,9 +87,9 @@ absl::Status ApplyIn(const ClusterEvent& event, std::vector<T>* list, const T& o
       if constexpr (std::is_same_v<T, Node>) {
         if (!at) {
           // After the last node of its zone; a new zone goes last.
-          const std::string zone = cycle::ZoneKey(object);
+          const std::string zone = ZoneKey(object);
           for (size_t k = list->size(); k-- > 0;) {
-            if (cycle::ZoneKey((*list)[k]) == zone) {
+            if (ZoneKey((*list)[k]) == zone) {
               pos = k + 1;
               break;
             }
@@ -106,7 +106,7 @@ absl::Status ApplyIn(const ClusterEvent& event, std::vector<T>* list, const T& o
     case EventType::kModified: {
       if (it == list->end()) return absl::NotFoundError(StrCat(event.where, ": ", event.kind, " ", key, " not found (MODIFIED before ADDED)"));
       if constexpr (std::is_same_v<T, Node>) {
-        if (cycle::ZoneKey(*it) != cycle::ZoneKey(object)) {
+        if (ZoneKey(*it) != ZoneKey(object)) {
           // The node tree removes it from its zone and adds it to the new one: a delete and
           // an add here, undone by a delete and an add of the old version at its place.
           T old = *it;

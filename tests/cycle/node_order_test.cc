@@ -9,46 +9,6 @@
 namespace kplace::cycle {
 namespace {
 
-Node ZonedNode(const std::string& name, const std::string& zone) {
-  Node n;
-  n.meta.name = name;
-  if (!zone.empty()) n.meta.labels["topology.kubernetes.io/zone"] = zone;
-  return n;
-}
-
-std::vector<std::string> Names(const std::vector<Node>& nodes, const std::vector<int32_t>& order) {
-  std::vector<std::string> out;
-  for (int32_t i : order) out.push_back(nodes[i].meta.name);
-  return out;
-}
-
-TEST(NodeOrderTest, ZoneRoundRobinOfUnevenZones) {
-  // zone1 has 4 nodes and zone2 has 2: n1, n5, n2, n6, n3, n4.
-  std::vector<Node> nodes = {ZonedNode("n1", "z1"), ZonedNode("n2", "z1"), ZonedNode("n3", "z1"),
-                             ZonedNode("n4", "z1"), ZonedNode("n5", "z2"), ZonedNode("n6", "z2")};
-  std::vector<const Node*> ptrs;
-  for (const Node& n : nodes) ptrs.push_back(&n);
-  EXPECT_EQ(Names(nodes, ZoneRoundRobinOrder(ptrs)),
-            (std::vector<std::string>{"n1", "n5", "n2", "n6", "n3", "n4"}));
-}
-
-TEST(NodeOrderTest, SpecWorkedExampleInterleavedInsertion) {
-  std::vector<Node> nodes = {ZonedNode("a1", "z1"), ZonedNode("a2", "z1"), ZonedNode("b1", "z2"),
-                             ZonedNode("a3", "z1"), ZonedNode("b2", "z2"), ZonedNode("a4", "z1")};
-  std::vector<const Node*> ptrs;
-  for (const Node& n : nodes) ptrs.push_back(&n);
-  EXPECT_EQ(Names(nodes, ZoneRoundRobinOrder(ptrs)),
-            (std::vector<std::string>{"a1", "b1", "a2", "b2", "a3", "a4"}));
-}
-
-TEST(NodeOrderTest, ZoneKeyPrefersBetaLabelsByPresence) {
-  Node n = ZonedNode("n", "ga-zone");
-  n.meta.labels["failure-domain.beta.kubernetes.io/zone"] = "";
-  n.meta.labels["topology.kubernetes.io/region"] = "r";
-  EXPECT_EQ(ZoneKey(n), std::string("r:\x00:", 4));
-  EXPECT_EQ(ZoneKey(ZonedNode("m", "")), "");
-}
-
 TEST(NodeOrderTest, NumFeasibleNodesToFind) {
   struct Case { int32_t pct, m, want; };
   const Case cases[] = {

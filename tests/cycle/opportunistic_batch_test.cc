@@ -233,10 +233,10 @@ TEST(OpportunisticBatchTest, RevertRestoresTheBatchState) {
     auto s = Scheduler::Create(cluster, SigningConfig(true), o);
     ASSERT_TRUE(s.ok());
     (*s)->Schedule(HostPortPod("p0"));
-    ASSERT_TRUE((*s)->Begin().ok());
+    ASSERT_TRUE((*s)->state().Begin().ok());
     const Placement tried = (*s)->Schedule(HostPortPod("p1"));
     (*s)->Schedule(HostPortPod("p2"));
-    ASSERT_TRUE((*s)->Revert().ok());
+    ASSERT_TRUE((*s)->state().Revert().ok());
     const Placement again = (*s)->Schedule(HostPortPod("p1"));
     EXPECT_EQ(again.node, tried.node);
     EXPECT_TRUE(again.hinted);

@@ -9,10 +9,10 @@
 
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
-#include "kplace/cycle/node_order.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
+#include "kplace/state/node_tree.h"
 #include "tests/testing/volume_builders.h"
 
 namespace kplace::cycle {
@@ -91,7 +91,7 @@ TEST_F(PreemptionTest, PotentialNodesFollowTheNodeTreeOrder) {
   Build();
   std::vector<const Node*> nodes;
   for (const Node& n : objects_.nodes) nodes.push_back(&n);
-  const std::vector<int32_t> order = ZoneRoundRobinOrder(nodes);
+  const std::vector<int32_t> order = state::ZoneRoundRobinOrder(nodes);
   std::vector<std::string> got;
   for (int32_t i : NodesForStatusCode(AllUnschedulable(), Code::kUnschedulable, *host_, &order)) {
     got.push_back(host_->NodeAt(i).meta.name);

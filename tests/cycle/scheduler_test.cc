@@ -201,9 +201,9 @@ TEST(SchedulerTest, APodAlreadyBoundIsNotBoundAgain) {
     EXPECT_EQ(again.node, "");
     EXPECT_EQ(again.message, "Pod default/p is already bound to node " + first.node);
     // The first binding stands and still counts: the next pod packs beside it.
-    ASSERT_NE((*s)->FindBoundPod("default/p"), nullptr);
-    EXPECT_EQ((*s)->FindBoundPod("default/p")->node_name, first.node);
-    EXPECT_EQ((*s)->Objects().pods.size(), 1u);
+    ASSERT_NE((*s)->state().FindBoundPod("default/p"), nullptr);
+    EXPECT_EQ((*s)->state().FindBoundPod("default/p")->node_name, first.node);
+    EXPECT_EQ((*s)->state().Objects().pods.size(), 1u);
     EXPECT_EQ((*s)->Schedule(MakePod("q", {{"cpu", "1"}})).node, first.node) << o.reference;
   }
 }
@@ -368,9 +368,9 @@ TEST(SchedulerTest, DynamicResourcesReservesClaimsForLaterCycles) {
   for (const Options& o : BothSides()) {
     auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
     ASSERT_TRUE(s.ok()) << s.status();
-    ASSERT_TRUE((*s)->Begin().ok());
+    ASSERT_TRUE((*s)->state().Begin().ok());
     EXPECT_EQ((*s)->Schedule(ClaimPod("p1", "1", "shared")).node, "n2");
-    ObjectSet now = (*s)->Objects();
+    ObjectSet now = (*s)->state().Objects();
     ASSERT_EQ(now.resource_claims.size(), 1u);
     ASSERT_EQ(now.resource_claims[0].reserved_for.size(), kResourceClaimReservedForMaxSize);
     EXPECT_EQ(now.resource_claims[0].reserved_for.back().uid, "uid-p1");
@@ -379,9 +379,9 @@ TEST(SchedulerTest, DynamicResourcesReservesClaimsForLaterCycles) {
     EXPECT_EQ(p2.code, Code::kError);
     EXPECT_EQ(p2.message.rfind("kplace: reserving ResourceClaim default/shared for pod default/p2 is not supported", 0), 0u)
         << p2.message;
-    ASSERT_TRUE((*s)->Revert().ok());
-    EXPECT_EQ((*s)->Objects().resource_claims[0].reserved_for.size(), kResourceClaimReservedForMaxSize - 1);
-    EXPECT_EQ((*s)->FindBoundPod("default/p1"), nullptr);
+    ASSERT_TRUE((*s)->state().Revert().ok());
+    EXPECT_EQ((*s)->state().Objects().resource_claims[0].reserved_for.size(), kResourceClaimReservedForMaxSize - 1);
+    EXPECT_EQ((*s)->state().FindBoundPod("default/p1"), nullptr);
   }
 }
 

@@ -588,7 +588,7 @@ CycleRun RunCycles(const ObjectSet& cluster, const std::vector<Pod>& pods, const
   if (!s.ok()) throw std::runtime_error(std::string(s.status().message()));
   CycleRun run;
   for (const cycle::Placement& p : (*s)->ScheduleAll(pods)) run.placements.push_back(Describe(p));
-  run.assumed = Log((*s)->AssumedVolumes());
+  run.assumed = Log((*s)->state().AssumedVolumes());
   return run;
 }
 
@@ -630,7 +630,7 @@ TEST(VolumeBindingTest, CyclesRememberWhatEarlierPodsReserved) {
     ASSERT_TRUE(out[3].node == "n0" || out[3].node == "n1") << side << ": " << out[3].node;
     EXPECT_EQ(out[4].node, out[3].node) << side;
     EXPECT_EQ(out[4].feasible, 1) << side;
-    EXPECT_EQ(Log((*s)->AssumedVolumes()),
+    EXPECT_EQ(Log((*s)->state().AssumedVolumes()),
               (std::vector<std::string>{"default/p: default/a -> pv-n0 on n0", "default/r: default/a -> pv-n0 on n0",
                                         "default/s: default/shared -> provision on " + out[3].node,
                                         "default/t: default/shared -> provision on " + out[3].node}))

@@ -193,12 +193,12 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
   std::vector<Node> alive = cluster.nodes;
   auto apply_all = [&](const ClusterEvent& e, const std::string& what) {
     for (int side = 0; side < 3; ++side) {
-      absl::Status st = live[side]->Apply(e);
+      absl::Status st = live[side]->state().Apply(e);
       ASSERT_TRUE(st.ok()) << what << " on " << kSide[side] << ": " << st;
       // The reference's node tree is made afresh from the object set's list: the engine's
       // in-place moves must give the same scan order.
       if (e.kind == "Node" && side > 0) {
-        ASSERT_EQ(live[side]->NodeOrder(), live[0]->NodeOrder()) << what << " on " << kSide[side];
+        ASSERT_EQ(live[side]->state().NodeOrder(), live[0]->state().NodeOrder()) << what << " on " << kSide[side];
       }
     }
   };
@@ -249,7 +249,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       apply_all(PodEvent(EventType::kAdded, p), what + " add " + p.meta.name);
     } else if (r < 31 && !bound.empty()) {  // relabel a bound pod
       const std::string key = bound[g.Pick(static_cast<int>(bound.size()))];
-      ObjectSet now = live[0]->Objects();
+      ObjectSet now = live[0]->state().Objects();
       for (const Pod& p : now.pods) {
         if (ObjectKey(p.meta) != key) continue;
         Pod q = p;
@@ -270,7 +270,7 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       size_t at = static_cast<size_t>(g.Pick(static_cast<int>(alive.size())));
       const int change = g.Pick(8);
       if (change == 7 && !bound.empty()) {  // one that has pods (most do), to re-zone
-        const Pod* p = live[0]->FindBoundPod(bound[g.Pick(static_cast<int>(bound.size()))]);
+        const Pod* p = live[0]->state().FindBoundPod(bound[g.Pick(static_cast<int>(bound.size()))]);
         for (size_t k = 0; p && k < alive.size(); ++k) {
           if (alive[k].meta.name == p->node_name) at = k;
         }
@@ -371,31 +371,31 @@ void RunStream(uint64_t seed, int32_t nodes, int32_t steps, int32_t sample) {
       std::vector<std::string> reference_order;  // after the what-if events
       for (int side = 0; side < 3; ++side) {
         Options o = SideOptions(side);
-        const ObjectSet before = live[side]->Objects();
+        const ObjectSet before = live[side]->state().Objects();
         const int32_t start = live[side]->next_start_index();
-        ASSERT_TRUE(live[side]->Begin().ok());
+        ASSERT_TRUE(live[side]->state().Begin().ok());
         std::set<std::string> deleted;
         for (const ClusterEvent& e : what_if) {
           if (e.kind == "Pod" && !deleted.insert(e.Key()).second) continue;  // picked twice
-          absl::Status st = live[side]->Apply(e);
+          absl::Status st = live[side]->state().Apply(e);
           ASSERT_TRUE(st.ok()) << what << " what-if on " << kSide[side] << ": " << st;
         }
         o.start_index = live[side]->next_start_index();
-        ObjectSet objects = live[side]->Objects();
+        ObjectSet objects = live[side]->state().Objects();
         auto fresh = Scheduler::Create(objects, config, o);
         ASSERT_TRUE(fresh.ok()) << fresh.status();
-        if (side == 0) reference_order = live[0]->NodeOrder();
-        ASSERT_EQ(live[side]->NodeOrder(), reference_order) << what << " what-if on " << kSide[side];
-        ASSERT_EQ(live[side]->NodeOrder(), (*fresh)->NodeOrder()) << what << " what-if on " << kSide[side];
+        if (side == 0) reference_order = live[0]->state().NodeOrder();
+        ASSERT_EQ(live[side]->state().NodeOrder(), reference_order) << what << " what-if on " << kSide[side];
+        ASSERT_EQ(live[side]->state().NodeOrder(), (*fresh)->state().NodeOrder()) << what << " what-if on " << kSide[side];
         for (const Pod& probe : probes) {
           Placement a = live[side]->Schedule(probe), b = (*fresh)->Schedule(probe);
           ASSERT_EQ(Describe(a), Describe(b)) << what << " probe on " << kSide[side] << " against a fresh scheduler";
           placed_probes += a.node.empty() ? 0 : 1;
         }
         EXPECT_EQ(live[side]->next_start_index(), (*fresh)->next_start_index()) << what;
-        ASSERT_TRUE(live[side]->Revert().ok());
+        ASSERT_TRUE(live[side]->state().Revert().ok());
         EXPECT_EQ(live[side]->next_start_index(), start) << what;
-        ASSERT_EQ(names(live[side]->Objects()), names(before)) << what << ": Revert did not restore " << kSide[side];
+        ASSERT_EQ(names(live[side]->state().Objects()), names(before)) << what << ": Revert did not restore " << kSide[side];
       }
     }
   }
@@ -425,12 +425,12 @@ TEST(LiveStateTest, DeletingABoundPodFreesItsNode) {
     Pod want = MakePod("next", {{"cpu", "1"}});
     EXPECT_EQ((*s)->Schedule(want).node, "");
     Pod gone = cluster.pods[0];
-    ASSERT_TRUE((*s)->Apply(PodEvent(EventType::kDeleted, gone)).ok());
+    ASSERT_TRUE((*s)->state().Apply(PodEvent(EventType::kDeleted, gone)).ok());
     want.meta.name = "next2";
     Placement p = (*s)->Schedule(want);
     EXPECT_EQ(p.node, "n1") << p.message;
     // A second delete of the same pod names it.
-    absl::Status again = (*s)->Apply(PodEvent(EventType::kDeleted, gone));
+    absl::Status again = (*s)->state().Apply(PodEvent(EventType::kDeleted, gone));
     EXPECT_TRUE(absl::IsNotFound(again)) << again;
     EXPECT_NE(std::string(again.message()).find("default/big"), std::string::npos) << again;
   }
@@ -443,7 +443,7 @@ std::unique_ptr<Scheduler> Relabelled(const ObjectSet& cluster, bool reference) 
   o.reference = reference;
   o.batch = 1;
   auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
-  if (!s.ok() || !(*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes.back())).ok()) return nullptr;
+  if (!s.ok() || !(*s)->state().Apply(NodeEvent(EventType::kModified, cluster.nodes.back())).ok()) return nullptr;
   return std::move(*s);
 }
 
@@ -475,7 +475,7 @@ TEST(LiveStateTest, NodeLabelChangeMovesSpreadDomains) {
     EXPECT_EQ(s->Schedule(spread_pod("a")).node, "n3");  // hdd has none
     Node n1 = cluster.nodes[0];
     n1.meta.labels["disk"] = "hdd";  // now hdd {n1, n3} holds 3, ssd {n2} none
-    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    ASSERT_TRUE(s->state().Apply(NodeEvent(EventType::kModified, n1)).ok());
     EXPECT_EQ(s->Schedule(spread_pod("b")).node, "n2") << (reference ? "reference" : "engine");
   }
 }
@@ -506,13 +506,13 @@ TEST(LiveStateTest, EmptyNodeLabelChangeMovesAffinityDomains) {
     EXPECT_EQ(a.feasible, 1);
     Node n2 = cluster.nodes[1];
     n2.meta.labels["disk"] = "ssd";  // n2 (empty) joins n1's domain
-    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n2)).ok());
+    ASSERT_TRUE(s->state().Apply(NodeEvent(EventType::kModified, n2)).ok());
     Node n3 = cluster.nodes[2];
     n3.meta.labels["disk"] = "nvme";  // a value no node had
-    ASSERT_TRUE(s->Apply(NodeEvent(EventType::kModified, n3)).ok());
+    ASSERT_TRUE(s->state().Apply(NodeEvent(EventType::kModified, n3)).ok());
     Placement b = s->Schedule(near_web("b"));
     EXPECT_EQ(b.feasible, 2) << (reference ? "reference" : "engine") << ": " << b.message;
-    const ObjectSet now = s->Objects();
+    const ObjectSet now = s->state().Objects();
     Options o;
     o.reference = reference;
     o.batch = 1;
@@ -575,19 +575,19 @@ TEST(LiveStateTest, ZoneChangeMovesANodeWithItsPods) {
     auto made = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
     ASSERT_TRUE(made.ok()) << made.status();
     Scheduler& s = **made;
-    ASSERT_TRUE(s.Apply(NodeEvent(EventType::kModified, cluster.nodes[3])).ok());  // builds once
-    EXPECT_EQ(s.NodeOrder(), (Names{"n1", "n3", "n4", "n2"}));  // a: n1 n2, b: n3, c: n4
-    ASSERT_TRUE(s.Begin().ok());
-    ASSERT_TRUE(s.Apply(rezoned(0, "c")).ok());  // a: n2, b: n3, c: n4 n1
-    EXPECT_EQ(s.NodeOrder(), (Names{"n2", "n3", "n4", "n1"})) << side;
-    ASSERT_TRUE(s.Apply(rezoned(1, "d")).ok());  // zone a goes; d comes last
-    EXPECT_EQ(s.NodeOrder(), (Names{"n3", "n4", "n2", "n1"})) << side;
+    ASSERT_TRUE(s.state().Apply(NodeEvent(EventType::kModified, cluster.nodes[3])).ok());  // builds once
+    EXPECT_EQ(s.state().NodeOrder(), (Names{"n1", "n3", "n4", "n2"}));  // a: n1 n2, b: n3, c: n4
+    ASSERT_TRUE(s.state().Begin().ok());
+    ASSERT_TRUE(s.state().Apply(rezoned(0, "c")).ok());  // a: n2, b: n3, c: n4 n1
+    EXPECT_EQ(s.state().NodeOrder(), (Names{"n2", "n3", "n4", "n1"})) << side;
+    ASSERT_TRUE(s.state().Apply(rezoned(1, "d")).ok());  // zone a goes; d comes last
+    EXPECT_EQ(s.state().NodeOrder(), (Names{"n3", "n4", "n2", "n1"})) << side;
     Options fresh_options = o;
     fresh_options.start_index = s.next_start_index();
-    const ObjectSet objects = s.Objects();  // the scheduler keeps a reference
+    const ObjectSet objects = s.state().Objects();  // the scheduler keeps a reference
     auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
     ASSERT_TRUE(fresh.ok()) << fresh.status();
-    EXPECT_EQ(s.NodeOrder(), (*fresh)->NodeOrder());
+    EXPECT_EQ(s.state().NodeOrder(), (*fresh)->state().NodeOrder());
     for (const Pod& probe : probes()) {
       Placement a = s.Schedule(probe), b = (*fresh)->Schedule(probe);
       EXPECT_EQ(Describe(a), Describe(b)) << side;
@@ -597,8 +597,8 @@ TEST(LiveStateTest, ZoneChangeMovesANodeWithItsPods) {
         EXPECT_TRUE(a.node == "n2" || a.node == "n3") << side << ": " << Describe(a);
       }
     }
-    ASSERT_TRUE(s.Revert().ok());
-    EXPECT_EQ(s.NodeOrder(), (Names{"n1", "n3", "n4", "n2"})) << side;
+    ASSERT_TRUE(s.state().Revert().ok());
+    EXPECT_EQ(s.state().NodeOrder(), (Names{"n1", "n3", "n4", "n2"})) << side;
     Placement apart = s.Schedule(probes()[1]);  // zone a holds the anti-affinity pod again
     EXPECT_TRUE(apart.node == "n3" || apart.node == "n4") << side << ": " << Describe(apart);
   }
@@ -630,12 +630,12 @@ TEST(LiveStateTest, ServiceChangeReachesABatchedRun) {
   o.batch = cycle::kDefaultBatch;
   auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
   ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // live objects, built once
+  ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // live objects, built once
   auto without = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);  // the Service never comes
   ASSERT_TRUE(without.ok()) << without.status();
   EXPECT_EQ(Describe((*s)->Schedule(web("a"))), Describe((*without)->Schedule(web("a"))));
-  ASSERT_TRUE((*s)->Apply(**service).ok());
-  ObjectSet expected = (*without)->Objects();
+  ASSERT_TRUE((*s)->state().Apply(**service).ok());
+  ObjectSet expected = (*without)->state().Objects();
   expected.workloads.push_back((*service)->object.workloads[0]);
   auto fresh = Scheduler::Create(expected, DefaultSchedulerConfig(), o);
   ASSERT_TRUE(fresh.ok()) << fresh.status();
@@ -661,20 +661,20 @@ TEST(LiveStateTest, NodeLifecycleEvents) {
     const std::string side = reference ? "reference" : "engine";
     Node n1 = cluster.nodes[0];
     n1.unschedulable = true;
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kModified, n1)).ok());
     Placement p = (*s)->Schedule(MakePod("a", {{"cpu", "1"}}));
     EXPECT_EQ(p.node, "") << side;
     EXPECT_NE(p.message.find("1 node(s) were unschedulable"), std::string::npos) << side << ": " << p.message;
     n1.unschedulable = false;
     n1.taints = {Taint{"node.kubernetes.io/not-ready", "", "NoSchedule"}};
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, n1)).ok());
+    ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kModified, n1)).ok());
     p = (*s)->Schedule(MakePod("b", {{"cpu", "1"}}));
     EXPECT_NE(p.message.find("1 node(s) had untolerated taint(s)"), std::string::npos) << side << ": " << p.message;
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kDeleted, n1)).ok());
+    ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kDeleted, n1)).ok());
     p = (*s)->Schedule(MakePod("c", {{"cpu", "1"}}));
     EXPECT_EQ(p.message, "no nodes available to schedule pods") << side;
-    EXPECT_EQ((*s)->Objects().pods.size(), 1u) << side << ": the resident pod stays";
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kAdded, cluster.nodes[0])).ok());
+    EXPECT_EQ((*s)->state().Objects().pods.size(), 1u) << side << ": the resident pod stays";
+    ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kAdded, cluster.nodes[0])).ok());
     EXPECT_EQ((*s)->Schedule(MakePod("d", {{"cpu", "1"}})).node, "n1") << side;
     p = (*s)->Schedule(MakePod("e", {{"cpu", "1"}}));  // the resident and d fill it
     EXPECT_NE(p.message.find("1 Insufficient cpu"), std::string::npos) << side << ": " << p.message;
@@ -695,7 +695,7 @@ TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
       Options o = SideOptions(side);
       auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
       ASSERT_TRUE(s.ok()) << s.status();
-      ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // builds once
+      ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kModified, cluster.nodes[0])).ok());  // builds once
       Generator nodes(seed);
       for (int k = 0; k < 12; ++k) {
         Node n = nodes.NewNode();
@@ -704,15 +704,15 @@ TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
         if (k % 3 == 0) n.meta.labels["topology.kubernetes.io/zone"] = StrCat("new", k);  // a zone of its own
         if (k % 2 == 0) n.meta.labels["disk"] = "ssd";
         if (k % 2 == 1) n.images = {ContainerImage{{"img0:v1"}, 600000000}};
-        ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kAdded, n)).ok());
+        ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kAdded, n)).ok());
         if (k % 4 == 3) (void)(*s)->Schedule(g.NewPod(""));
       }
       Options fresh_options = o;
       fresh_options.start_index = (*s)->next_start_index();
-      ObjectSet objects = (*s)->Objects();
+      ObjectSet objects = (*s)->state().Objects();
       auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
       ASSERT_TRUE(fresh.ok()) << fresh.status();
-      EXPECT_EQ((*s)->NodeOrder(), (*fresh)->NodeOrder());
+      EXPECT_EQ((*s)->state().NodeOrder(), (*fresh)->state().NodeOrder());
       for (int round = 0; round < 3; ++round) {
         for (int shape = 0; shape < 10; ++shape) {
           Pod probe = g.NewPod("", shape);
@@ -734,19 +734,19 @@ TEST(LiveStateTest, RevertUndoesPlacementsAndNodeChanges) {
     o.reference = reference;
     auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
     ASSERT_TRUE(s.ok()) << s.status();
-    ASSERT_TRUE((*s)->Begin().ok());
+    ASSERT_TRUE((*s)->state().Begin().ok());
     EXPECT_FALSE((*s)->Schedule(MakePod("x", {{"cpu", "1"}})).node.empty());
-    ASSERT_TRUE((*s)->Begin().ok());  // one level of nesting
-    EXPECT_FALSE((*s)->Begin().ok());
-    ASSERT_TRUE((*s)->Apply(NodeEvent(EventType::kDeleted, cluster.nodes[0])).ok());
-    EXPECT_EQ((*s)->Objects().nodes.size(), 1u);
-    ASSERT_TRUE((*s)->Revert().ok());  // the node is back
-    EXPECT_EQ((*s)->Objects().nodes.size(), 2u);
-    EXPECT_EQ((*s)->Objects().pods.size(), 1u);
-    ASSERT_TRUE((*s)->Revert().ok());  // and x is gone
-    EXPECT_EQ((*s)->Objects().pods.size(), 0u);
+    ASSERT_TRUE((*s)->state().Begin().ok());  // one level of nesting
+    EXPECT_FALSE((*s)->state().Begin().ok());
+    ASSERT_TRUE((*s)->state().Apply(NodeEvent(EventType::kDeleted, cluster.nodes[0])).ok());
+    EXPECT_EQ((*s)->state().Objects().nodes.size(), 1u);
+    ASSERT_TRUE((*s)->state().Revert().ok());  // the node is back
+    EXPECT_EQ((*s)->state().Objects().nodes.size(), 2u);
+    EXPECT_EQ((*s)->state().Objects().pods.size(), 1u);
+    ASSERT_TRUE((*s)->state().Revert().ok());  // and x is gone
+    EXPECT_EQ((*s)->state().Objects().pods.size(), 0u);
     EXPECT_EQ((*s)->next_start_index(), 0);
-    EXPECT_FALSE((*s)->Revert().ok());
+    EXPECT_FALSE((*s)->state().Revert().ok());
     // Both nodes take a 1-cpu pod again.
     EXPECT_FALSE((*s)->Schedule(MakePod("y", {{"cpu", "1"}})).node.empty());
     EXPECT_FALSE((*s)->Schedule(MakePod("z", {{"cpu", "1"}})).node.empty());
@@ -774,11 +774,11 @@ TEST(LiveStateTest, EventsOfEveryKindApply) {
     for (const char* text : kObjects) {
       auto e = ParseWatchEvent(StrCat(R"({"type":"ADDED","object":)", text, "}"), "test");
       ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
-      ASSERT_TRUE((*s)->Apply(**e).ok()) << text;
+      ASSERT_TRUE((*s)->state().Apply(**e).ok()) << text;
       added.push_back(**e);
-      EXPECT_TRUE(absl::IsAlreadyExists((*s)->Apply(**e))) << text;
+      EXPECT_TRUE(absl::IsAlreadyExists((*s)->state().Apply(**e))) << text;
     }
-    ObjectSet now = (*s)->Objects();
+    ObjectSet now = (*s)->state().Objects();
     EXPECT_EQ(now.namespaces.size(), 1u);
     EXPECT_EQ(now.workloads.size(), 1u);
     EXPECT_EQ(now.storage.size(), 1u);
@@ -796,10 +796,10 @@ TEST(LiveStateTest, EventsOfEveryKindApply) {
         << (reference ? "reference: " : "engine: ") << Describe(p);
     for (ClusterEvent& e : added) {
       e.type = EventType::kDeleted;
-      ASSERT_TRUE((*s)->Apply(e).ok()) << e.kind;
-      EXPECT_TRUE(absl::IsNotFound((*s)->Apply(e))) << e.kind;
+      ASSERT_TRUE((*s)->state().Apply(e).ok()) << e.kind;
+      EXPECT_TRUE(absl::IsNotFound((*s)->state().Apply(e))) << e.kind;
     }
-    now = (*s)->Objects();
+    now = (*s)->state().Objects();
     EXPECT_TRUE(now.namespaces.empty() && now.workloads.empty() && now.storage.empty() && now.pdbs.empty() &&
                 now.priority_classes.empty());
   }
@@ -829,7 +829,7 @@ TEST(LiveStateTest, RefusedEventsChangeNothing) {
       ASSERT_TRUE(s.ok()) << s.status();
       int64_t refused = 0;
       for (int step = 0; step < 200; ++step) {
-        ObjectSet now = (*s)->Objects();
+        ObjectSet now = (*s)->state().Objects();
         ClusterEvent e;
         switch (g.Pick(8)) {
           case 0:  // an existing pod added again
@@ -871,10 +871,10 @@ TEST(LiveStateTest, RefusedEventsChangeNothing) {
           }
         }
         const std::string before = fingerprint(now);
-        absl::Status st = (*s)->Apply(e);
+        absl::Status st = (*s)->state().Apply(e);
         if (!st.ok()) {
           ++refused;
-          EXPECT_EQ(fingerprint((*s)->Objects()), before) << st;
+          EXPECT_EQ(fingerprint((*s)->state().Objects()), before) << st;
           EXPECT_FALSE(std::string(st.message()).empty());
         }
       }
@@ -882,7 +882,7 @@ TEST(LiveStateTest, RefusedEventsChangeNothing) {
       // Still exact: the same probe as a fresh scheduler over the same objects and start.
       Options fresh_options = o;
       fresh_options.start_index = (*s)->next_start_index();
-      ObjectSet objects = (*s)->Objects();
+      ObjectSet objects = (*s)->state().Objects();
       auto fresh = Scheduler::Create(objects, DefaultSchedulerConfig(), fresh_options);
       ASSERT_TRUE(fresh.ok()) << fresh.status();
       for (int shape = 0; shape < 10; ++shape) {

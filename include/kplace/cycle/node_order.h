@@ -1,6 +1,6 @@
 #pragma once
-// The pieces of kube-scheduler's cycle that do not depend on plugins: the node tree's
-// zone round-robin order, numFeasibleNodesToFind, host selection and the FitError text
+// The pieces of kube-scheduler's cycle that do not depend on plugins: the part of the scan
+// order a PreFilter allows, numFeasibleNodesToFind, host selection and the FitError text
 // (cycle-and-config.md §1.4, §1.5, §1.8, §2, §3.8). Host-safe.
 #include <cstdint>
 #include <map>
@@ -11,13 +11,6 @@
 #include "kplace/model/objects.h"
 
 namespace kplace::cycle {
-
-/** The node tree's zone key: region + ":\x00:" + zone, or "" when both are empty; the
- *  beta failure-domain labels win when their key is present. */
-std::string ZoneKey(const Node& node);
-
-/** Indices of `nodes` (given in insertion order) in node-tree list() order. */
-std::vector<int32_t> ZoneRoundRobinOrder(const std::vector<const Node*>& nodes);
 
 /** The entries of `order` (node indices in scan order) that are in `allowed` (sorted node
  *  indices: a PreFilter's subset), in scan order. */

@@ -37,7 +37,7 @@ class SchedulingQueue {
    * an updated one replaces its queued or waiting copy and is tried again (a scheduling
    * gate removed, say), a deleted one leaves. Every other event first lets the active
    * queue be scheduled (the pods arrived before the change), then reaches the scheduler
-   * (Scheduler::Apply) and moves the pods waiting as unschedulable that upstream's queueing
+   * (ClusterState::Apply) and moves the pods waiting as unschedulable that upstream's queueing
    * hints would retry back to the active queue: those of which a rejecting plugin says the
    * change may let them fit (IsPodWorthRequeuing). Gated pods stay: only their own update
    * can remove a gate. A waiting pod's own update retries it only when its hints say so;

@@ -18,8 +18,7 @@
 #include "kplace/engine/plugin.h"
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
-#include "kplace/plugins/volume_binding_assume.h"
-#include "kplace/state/event.h"
+#include "kplace/state/cluster_state.h"
 
 namespace kplace::cycle {
 
@@ -190,49 +189,21 @@ class Scheduler {
                                      const std::function<bool(const Placement&)>& each = {});
   /** Records `pod` as pending with the nomination in its status.nominatedNodeName (none:
    *  clears it). Schedule uses a pod's recorded nomination in place of its own status. */
-  virtual void Nominate(const Pod& pod) = 0;
+  void Nominate(const Pod& pod) { state().Nominate(pod); }
   /** The recorded nomination of the pod with key namespace/name; null when none. */
-  virtual const Pod* Nomination(const std::string& key) const = 0;
-  /** The node named `name` as the scheduler holds it now; null when none. Valid until the
-   *  next change. */
-  virtual const Node* FindNode(const std::string& name) const = 0;
-  /** The pod with a node (bound, or waiting for its node) with key namespace/name; null
-   *  when none. Valid until the next change. */
-  virtual const Pod* FindBoundPod(const std::string& key) const = 0;
+  const Pod* Nomination(const std::string& key) const { return state().Nomination(key); }
+  /** The live cluster the scheduler decides on: objects, events, transactions, lookups.
+   *  Changes made through it (Apply, Begin/Commit/Revert) reach the scheduler's plugins;
+   *  a transaction also saves and restores the scheduler's own state (start index,
+   *  random state, OpportunisticBatching). */
+  virtual state::ClusterState& state() = 0;
+  virtual const state::ClusterState& state() const = 0;
   /** The configuration and options the scheduler was created with. */
   virtual const SchedulerConfig& config() const = 0;
   virtual const Options& options() const = 0;
   /** Keeps (or stops keeping) every cycle's per-node explanation from now on
    *  (Options::explain); explained pods go through the per-pod cycle. */
   virtual void SetExplain(bool on) = 0;
-  /** The deletion of the pods preemption made terminate completes: they leave the cluster.
-   *  Returns their keys. */
-  virtual std::vector<std::string> CompleteDeletions() = 0;
-  /** @brief Applies one cluster change (kplace/state/event.h) as the scheduler's cache does.
-   *  Pods: a bound pod added, updated (removed, then added, as upstream's cache does) or
-   *  deleted changes only what it touches: its node gets back its resources, ports,
-   *  volumes and every domain count. A pending pod's event only records or clears its
-   *  nomination (the queue is the caller's). Nodes (added, changed, re-zoned, deleted),
-   *  workloads, PDBs and PriorityClasses change in place (docs/live-state.md); namespaces
-   *  and storage objects rebuild every profile's state over the changed objects.
-   *  Afterwards every decision equals that of a scheduler created from Objects() with this
-   *  one's next_start_index().
-   *  @return AlreadyExists / NotFound naming the object for an ADDED of an existing or a
-   *  change of a missing object; nothing is applied then. */
-  virtual absl::Status Apply(state::ClusterEvent&& event) = 0;
-  /** As above, on a copy of `event`. */
-  absl::Status Apply(const state::ClusterEvent& event) { return Apply(state::ClusterEvent(event)); }
-  /** @brief Opens a transaction (one level of nesting inside another): every schedule and
-   *  event from here is logged, so Revert can undo it exactly: placements, victims,
-   *  nominations, the start index and VolumeBinding's assumptions. */
-  virtual absl::Status Begin() = 0;
-  /** Keeps what the innermost transaction did (an outer one can still revert it). */
-  virtual absl::Status Commit() = 0;
-  /** Undoes the innermost transaction, last step first, to the state Begin saw. */
-  virtual absl::Status Revert() = 0;
-  /** The cluster the scheduler holds now: the input's other objects with every change
-   *  applied, nodes in node-tree order, and the pods with a node in the order they entered. */
-  virtual ObjectSet Objects() const = 0;
   virtual int32_t next_start_index() const = 0;
   /** Zeros when not batched. */
   virtual BatchStats batch_stats() const = 0;
@@ -241,11 +212,6 @@ class Scheduler {
   virtual void ExpireBatchState() = 0;
   /** Pods placed on an OpportunisticBatching hint so far, over all profiles. */
   virtual int64_t hinted_pods() const = 0;
-  /** Node names in scan (zone round-robin) order. */
-  virtual std::vector<std::string> NodeOrder() const = 0;
-  /** What VolumeBinding's Reserve assumed so far, in bind order: each claim of a placed
-   *  pod matched to a PV or to be provisioned on its node (what PreBind would write). */
-  virtual std::vector<plugins::volume::AssumedVolume> AssumedVolumes() const = 0;
 };
 
 /** PrioritySort order of `pods`: indices sorted by priority desc, creation asc, input order. */

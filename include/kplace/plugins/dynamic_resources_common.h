@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kplace/framework/host_plugin.h"
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
 
@@ -104,5 +105,24 @@ struct PostFilterOutcome {
  *  from a map; kplace fixes the choice). */
 PostFilterOutcome PostFilter(const Pod& pod, bool ran_prefilter, const PreFilterPlan& plan,
                              const std::vector<int32_t>& unavailable);
+
+/** DynamicResources' steps on the host: PreEnqueue holds a pod back until its claims can
+ *  be found, PreBind reserves its claims for it (status.reservedFor), PostFilter
+ *  deallocates a claim only the pod holds that some node found unavailable. */
+class HostSteps final : public HostPlugin {
+ public:
+  explicit HostSteps(FeatureGates gates) : gates_(std::move(gates)) {}
+  const std::string& name() const override { return name_; }
+  PluginStatus PreEnqueue(const Pod& pod, const ObjectSet& objects) override;
+  bool WritesAtBind(const Pod& pod) const override { return !pod.resource_claims.empty(); }
+  PluginStatus PreBind(const Pod& pod, const ObjectSet& objects, ObjectSet* writes) override;
+  PluginStatus PostFilter(const Pod& pod, const ObjectSet& objects, const PostFilterInput& in,
+                          ObjectSet* writes) override;
+
+ private:
+  const std::string name_ = kName;
+  FeatureGates gates_;
+  ResourceIndex index_;  // claim and class lookups, checked against the lists on each use
+};
 
 }  // namespace kplace::plugins::dra

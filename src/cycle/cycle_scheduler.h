@@ -1,0 +1,106 @@
+#pragma once
+// The scheduling cycle over a live cluster (kplace/state/cluster_state.h): one evaluator
+// per profile, the per-pod cycle (scheduler.cc), batched runs, OpportunisticBatching's
+// hints, and PostFilter (post_filter.cc). The cluster tells it of every change it must
+// follow in its plugins' state.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "evaluator.h"
+#include "kplace/cycle/batch.h"
+#include "kplace/cycle/host_plugins.h"
+#include "kplace/cycle/opportunistic_batch.h"
+#include "kplace/cycle/preemption.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/state/cluster_state.h"
+
+namespace kplace::cycle {
+
+class CycleScheduler final : public Scheduler, private state::ClusterState::Listener {
+ public:
+  CycleScheduler(const ObjectSet& cluster, const SchedulerConfig& config, const Options& options);
+  absl::Status Init();
+
+  Placement Schedule(const Pod& pod) override;
+  state::ClusterState& state() override { return state_; }
+  const state::ClusterState& state() const override { return state_; }
+  const SchedulerConfig& config() const override { return config_; }
+  const Options& options() const override { return options_; }
+  void SetExplain(bool on) override;
+  int32_t next_start_index() const override { return next_start_; }
+  BatchStats batch_stats() const override;
+  void ExpireBatchState() override { expire_batch_ = true; }
+  int64_t hinted_pods() const override;
+
+ private:
+  // What a transaction saves of the cycle's own state.
+  struct Savepoint {
+    int32_t next_start = 0;
+    std::mt19937_64 rng, preempt_rng;
+    std::vector<OpportunisticBatch> opp;
+    int64_t cycle = 0;
+  };
+
+  // state::ClusterState::Listener
+  void Rebuilding() override;
+  absl::Status Rebuilt() override;
+  void RowsRenumbered(const std::function<int32_t(int32_t)>& row) override;
+  void PodAdded(const Pod& pod, NodeIndex i, bool assumed) override;
+  void PodRemoved(const Pod& pod, NodeIndex i) override;
+  void NodeAdded(NodeIndex i) override;
+  void NodeChanged(NodeIndex i, const Node& old) override;
+  void ObjectsChanged(bool namespaces) override;
+  void Begun() override;
+  void Committed() override;
+  void Reverting() override;
+
+  const ObjectSet& objects() const { return state_.objects(); }
+  EngineEvaluator& engine_evaluator(size_t e) { return static_cast<EngineEvaluator&>(*evaluators_[e]); }
+  void RestartBatch(size_t e);
+  void RestartAllBatches();
+
+  // scheduler.cc: the cycle.
+  Placement ScheduleOne(const Pod& pod, Evaluator& ev, size_t ev_index, Placement out);
+  Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out);
+  NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch);
+  std::vector<bool> NominatedFor(const Pod& pod) const;
+  std::unique_ptr<ReferenceDryRunHost> MakeHost(size_t ev_index);
+  void Bind(const Pod& pod, NodeIndex host);
+  void Explain(Explanation& ex, const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& s);
+
+  // post_filter.cc: PreEnqueue, PreBind and PostFilter, through the host plugins.
+  bool PreEnqueue(const Pod& pod, size_t ev_index, Placement* out);
+  bool PreBind(const Pod& pod, size_t ev_index, ObjectSet* writes, Placement* out);
+  void Write(ObjectSet writes, Placement* out);
+  Placement TimedPostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses,
+                            std::vector<HostPlugin::PostFilterInput> inputs, Placement out);
+  Placement PostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses,
+                       const std::vector<HostPlugin::PostFilterInput>& inputs, Placement out);
+  void ExplainPostFilter(const PostFilterResult& r, PreemptionOutcome* po) const;
+
+  SchedulerConfig config_;
+  Options options_;
+  state::ClusterState state_;
+  std::mt19937_64 rng_;
+  std::mt19937_64 preempt_rng_;  // the dry run's start offset (upstream: rand.Int31n)
+  int32_t next_start_ = 0;
+  std::vector<std::unique_ptr<Evaluator>> evaluators_;
+  std::vector<std::unique_ptr<ReferenceEvaluator>> dry_;  // per profile: the dry run's plugins
+  std::vector<std::unique_ptr<BatchCycle>> batches_;      // per evaluator, when batched
+  BatchStats retired_stats_;                              // of runs replaced by RestartBatch
+  std::vector<HostPlugins> host_;  // per profile: its plugins' steps on the host
+  std::vector<Savepoint> savepoints_;  // open transactions, outermost first
+  // OpportunisticBatching, per profile: whether it signs pods, and its batch state.
+  std::vector<bool> signs_;
+  std::vector<PodSigner> signers_;
+  std::vector<OpportunisticBatch> opp_;
+  int64_t cycle_ = 0;          // scheduling cycles so far, every profile's
+  bool expire_batch_ = false;  // ExpireBatchState, for the next cycle
+  int64_t expired_cycle_ = -1;
+};
+
+}  // namespace kplace::cycle
