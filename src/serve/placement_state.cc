@@ -1,5 +1,8 @@
 #include "kplace/serve/placement_state.h"
 
+#include <chrono>
+#include <cstdio>
+#include <random>
 #include <utility>
 
 #include <simdjson.h>
@@ -53,10 +56,24 @@ absl::StatusOr<std::vector<std::pair<json, std::string>>> Items(std::string_view
 
 }  // namespace
 
-absl::Status PlacementState::Check(std::optional<uint64_t> expected) const {
+PlacementState::PlacementState(cycle::Options options) : options_(options) {
+  std::random_device rd;
+  const uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(id));
+  instance_ = hex;
+}
+
+absl::Status PlacementState::Check(const Precondition& expected) const {
+  if (!expected.instance.empty() && expected.instance != instance_) {
+    return absl::FailedPreconditionError(
+        StrCat("expected instance ", expected.instance, ", this server is instance ", instance_,
+               " (it started anew, and its revisions are not that instance's): Reset from your source of truth, then go on"));
+  }
   if (!scheduler_) return absl::FailedPreconditionError("no cluster yet: call Reset first");
-  if (expected && *expected != revision_) {
-    return absl::FailedPreconditionError(StrCat("expected revision ", *expected, ", the state is at ", revision_));
+  if (expected.revision && *expected.revision != revision_) {
+    return absl::FailedPreconditionError(StrCat("expected revision ", *expected.revision, ", the state is at ", revision_));
   }
   return absl::OkStatus();
 }
@@ -227,7 +244,7 @@ void PlacementState::Rollback(std::vector<MirrorUndo>* undo) {
 }
 
 absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_view>& events,
-                                                std::optional<uint64_t> expected) {
+                                                const Precondition& expected) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
   std::vector<MirrorUndo> undo;
@@ -251,7 +268,7 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_vie
     }
   }
   KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
-  return ++revision_;
+  return undo.empty() ? revision_ : ++revision_;  // only BOOKMARKs, or nothing: no change
 }
 
 struct PlacementState::RequestPods {
@@ -431,7 +448,7 @@ void PlacementState::Explain(const std::vector<Pod>& pods, ScheduleResult* out) 
   }
 }
 
-absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, std::optional<uint64_t> expected,
+absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, const Precondition& expected,
                                                         const std::vector<GangSpec>& request_gangs, bool explain) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   const ExplainScope scope(scheduler_.get(), explain);
@@ -446,9 +463,16 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
   for (auto& [key, g] : req.pod_groups) {
     if (!g.pods.empty()) gangs.push_back(std::move(g));
   }
+  std::set<std::string> names;
+  for (const GangSpec& g : gangs) names.insert(g.name);
   for (size_t k = 0; k < request_gangs.size(); ++k) {
     const GangSpec& g = request_gangs[k];
+    if (g.name.empty()) return absl::InvalidArgumentError(StrCat("gangs[", k, "]: name: required"));
     const std::string where = StrCat("gangs[", k, "] ", g.name);
+    if (!names.insert(g.name).second) {
+      return absl::InvalidArgumentError(StrCat(where, ": name: another gang or PodGroup of the request has this name"));
+    }
+    if (g.pods.empty()) return absl::InvalidArgumentError(StrCat(where, ": pods: a gang needs at least one member"));
     if (g.min_count < 1) return absl::InvalidArgumentError(StrCat(where, ": minCount: must be at least 1"));
     for (const std::string& member : g.pods) {
       if (!index.count(member)) return absl::InvalidArgumentError(StrCat(where, ": pods: ", member, " is not among the request's pods"));
@@ -520,7 +544,11 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
   }
-  out.revision = ++revision_;
+  // Binds and preemptions (nominations, victims terminating) change the state; a commit
+  // that did neither leaves it, and the revision other writers expect, as it was.
+  bool changed = false;
+  for (const cycle::Placement& p : out.placements) changed = changed || !p.node.empty() || (p.preemption && !p.preemption->nominated_node.empty());
+  out.revision = changed ? ++revision_ : revision_;
   return out;
 }
 
@@ -564,7 +592,7 @@ absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const
   return r;
 }
 
-absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, std::optional<uint64_t> expected,
+absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, const Precondition& expected,
                                                         bool explain) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   const ExplainScope scope(scheduler_.get(), explain);

@@ -3,11 +3,14 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/exposer.h>
@@ -42,7 +45,11 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(code, std::string(s.message()));
 }
 
-std::optional<uint64_t> Expected(bool has, uint64_t value) { return has ? std::optional<uint64_t>(value) : std::nullopt; }
+template <typename Request>
+Precondition Expected(const Request& req) {
+  return Precondition(req.has_expected_revision() ? std::optional<uint64_t>(req.expected_revision()) : std::nullopt,
+                      req.expected_instance());
+}
 
 const char* GrpcCodeName(grpc::StatusCode c) {
   switch (c) {
@@ -106,6 +113,7 @@ class PlacementService final : public v1::Placement::Service {
     auto r = state_.Reset(req->objects(), req->config());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
+    resp->set_instance(state_.instance());
     resp->set_nodes(r->nodes);
     resp->set_bound_pods(r->bound_pods);
     resp->set_pending_pods(r->pending_pods);
@@ -116,7 +124,7 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status DoApply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     return ApplyEvents({req->events().begin(), req->events().end()},  // views of the request's strings
-                       Expected(req->has_expected_revision(), req->expected_revision()), resp);
+                       Expected(*req), resp);
   }
 
   grpc::Status DoApplyStream(grpc::ServerContext* ctx, grpc::ServerReader<v1::ApplyRequest>* reader,
@@ -126,9 +134,10 @@ class PlacementService final : public v1::Placement::Service {
     // The messages are kept and their events viewed, not copied.
     std::vector<std::unique_ptr<v1::ApplyRequest>> reqs;
     std::vector<std::string_view> events;
-    std::optional<uint64_t> expected;
+    Precondition expected;
     for (auto req = std::make_unique<v1::ApplyRequest>(); reader->Read(req.get()); req = std::make_unique<v1::ApplyRequest>()) {
-      if (req->has_expected_revision()) expected = req->expected_revision();
+      if (req->has_expected_revision()) expected.revision = req->expected_revision();
+      if (!req->expected_instance().empty()) expected.instance = req->expected_instance();
       events.insert(events.end(), req->events().begin(), req->events().end());
       reqs.push_back(std::move(req));
     }
@@ -138,13 +147,17 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoSchedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    if (!v1::Mode_IsValid(req->mode())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          StrCat("mode: unknown value ", req->mode(), " (COMMIT = 0 or DRY_RUN = 1)"));
+    }
     std::vector<GangSpec> gangs;
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
     std::lock_guard<std::mutex> lock(mu_);
-    auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN,
-                             Expected(req->has_expected_revision(), req->expected_revision()), gangs, req->explain());
+    auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
+    resp->set_instance(state_.instance());
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided(req->mode() == v1::DRY_RUN ? "DRY_RUN" : "COMMIT", placed,
                           static_cast<int64_t>(r->placements.size()) - placed);
@@ -165,11 +178,12 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status DoEvaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
-    auto r = state_.Evaluate(req->pods(), Expected(req->has_expected_revision(), req->expected_revision()), req->explain());
+    auto r = state_.Evaluate(req->pods(), Expected(*req), req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided("EVALUATE", placed, static_cast<int64_t>(r->placements.size()) - placed);
     resp->set_revision(r->revision);
+    resp->set_instance(state_.instance());
     for (size_t k = 0; k < r->placements.size(); ++k) Fill(*r, k, resp->add_results());
     return grpc::Status::OK;
   }
@@ -179,6 +193,7 @@ class PlacementService final : public v1::Placement::Service {
     std::lock_guard<std::mutex> lock(mu_);
     if (!state_.ready()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no cluster yet: call Reset first");
     resp->set_revision(state_.revision());
+    resp->set_instance(state_.instance());
     resp->set_objects(state_.Snapshot().dump());
     return grpc::Status::OK;
   }
@@ -188,8 +203,7 @@ class PlacementService final : public v1::Placement::Service {
     if (token_.empty()) return grpc::Status::OK;
     const auto& md = ctx->client_metadata();
     auto it = md.find("authorization");
-    const std::string want = "Bearer " + token_;
-    if (it == md.end() || std::string(it->second.data(), it->second.size()) != want) {
+    if (it == md.end() || !BearerTokenIs(std::string_view(it->second.data(), it->second.size()), token_)) {
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "a bearer token is required (authorization: Bearer <token>)");
     }
     return grpc::Status::OK;
@@ -210,11 +224,12 @@ class PlacementService final : public v1::Placement::Service {
     }
   }
 
-  grpc::Status ApplyEvents(const std::vector<std::string_view>& events, std::optional<uint64_t> expected, v1::ApplyResponse* resp) {
+  grpc::Status ApplyEvents(const std::vector<std::string_view>& events, const Precondition& expected, v1::ApplyResponse* resp) {
     std::lock_guard<std::mutex> lock(mu_);
     auto r = state_.Apply(events, expected);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(*r);
+    resp->set_instance(state_.instance());
     resp->set_applied(static_cast<int64_t>(events.size()));
     metrics_->SetRevision(*r);
     return grpc::Status::OK;
@@ -237,6 +252,32 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(const ServerOptions& o) {
 
 }  // namespace
 
+bool BearerTokenIs(std::string_view header, std::string_view token) {
+  // RFC 7235: the scheme is case-insensitive; one or more spaces before the credentials.
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return false;
+  }
+  std::string_view given = header.substr(kScheme.size());
+  given.remove_prefix(std::min(given.size(), given.find_first_not_of(' ')));
+  if (given.size() != token.size()) return false;
+  unsigned char diff = 0;  // every byte compared: no early exit to time
+  for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i]);
+  return diff == 0;
+}
+
+absl::Status CheckAddress(std::string_view flag, const std::string& address) {
+  const size_t colon = address.rfind(':');
+  const std::string_view port = colon == std::string::npos ? std::string_view() : std::string_view(address).substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5;
+  for (char c : port) digits = digits && c >= '0' && c <= '9';
+  if (!digits || std::stoi(std::string(port)) > 65535 || colon == 0) {
+    return absl::InvalidArgumentError(StrCat(flag, " ", address, ": expected HOST:PORT with a port from 0 to 65535"));
+  }
+  return absl::OkStatus();
+}
+
 bool IsLoopback(const std::string& address) {
   const size_t colon = address.rfind(':');
   const std::string host = colon == std::string::npos ? address : address.substr(0, colon);
@@ -246,6 +287,8 @@ bool IsLoopback(const std::string& address) {
 absl::Status CheckServerOptions(const ServerOptions& o) {
   if (o.tls_cert.empty() != o.tls_key.empty()) return absl::InvalidArgumentError("TLS needs both a certificate and its key");
   if (!o.client_ca.empty() && o.tls_cert.empty()) return absl::InvalidArgumentError("a client CA needs TLS (a certificate and key)");
+  KPLACE_RETURN_IF_ERROR(CheckAddress("--listen", o.listen));
+  if (!o.metrics_listen.empty()) KPLACE_RETURN_IF_ERROR(CheckAddress("--metrics-listen", o.metrics_listen));
   for (const std::string& address : {o.listen, o.metrics_listen}) {
     if (!address.empty() && !IsLoopback(address) && (o.tls_cert.empty() || o.token.empty())) {
       return absl::InvalidArgumentError(StrCat(address, ": an address beyond loopback needs TLS (certificate and key) and a token"));
@@ -279,6 +322,8 @@ absl::StatusOr<std::unique_ptr<LocalServer>> LocalServer::Start(const ServerOpti
     out->metrics_port_ = ports.empty() ? 0 : ports[0];
   }
   grpc::EnableDefaultHealthCheckService(true);
+  // grpcurl and other generic clients list and describe the service without the .proto.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, Credentials(options), &i.port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);

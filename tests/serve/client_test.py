@@ -235,12 +235,64 @@ class ServeTest(unittest.TestCase):
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="g", min_count=1, pods=["default/nope"])])),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("m"), spec=dict(pod("m")["spec"], schedulingGroup={"podGroupName": "missing"}))]))),
             (self.stub.Evaluate, pb.EvaluateRequest(pods="[1, 2")),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("u")]), mode=7)),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="", min_count=1, pods=["default/g"])])),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="g", min_count=1)])),
+            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g"), pod("h")]),
+                                                    gangs=[pb.Gang(name="g", min_count=1, pods=["default/g"]),
+                                                           pb.Gang(name="g", min_count=1, pods=["default/h"])])),
         ]
         for call, req in cases:
             with self.assertRaises(grpc.RpcError) as e:
                 call(req)
             self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())
         self.assertEqual(self.snapshot()[0], rev)
+
+    def test_writes_that_change_nothing_keep_the_revision(self):
+        rev = self.reset_small()
+        empty = self.stub.Apply(pb.ApplyRequest(events=[], expected_revision=rev))
+        self.assertEqual((empty.revision, empty.applied), (rev, 0))
+        nowhere = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("huge", "64")]), mode=pb.COMMIT, expected_revision=rev))
+        self.assertEqual((nowhere.placements[0].node, nowhere.revision), ("", rev))
+        # Another writer's expectation still holds.
+        placed = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("small", "1")]), mode=pb.COMMIT, expected_revision=rev))
+        self.assertEqual((placed.placements[0].node != "", placed.revision), (True, rev + 1))
+
+    def test_instances_tell_restarts_apart(self):
+        rev = self.reset_small()
+        first = self.stub.Snapshot(pb.SnapshotRequest()).instance
+        self.assertRegex(first, r"^[0-9a-f]{16}$")
+        ok = self.stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("i1"))], expected_revision=rev, expected_instance=first))
+        self.assertEqual((ok.revision, ok.instance), (rev + 1, first))
+        # A restarted server (another process) counts revisions from 1 again: a write that
+        # names the old instance is refused even where the number matches.
+        proc, port = start([])
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+                other = pb_grpc.PlacementStub(ch)
+                fresh = other.Reset(pb.ResetRequest(objects=listing([node("a")])))
+                self.assertNotEqual(fresh.instance, first)
+                for call, req in ((other.Apply, pb.ApplyRequest(events=[event("ADDED", node("z"))], expected_revision=fresh.revision,
+                                                                 expected_instance=first)),
+                                  (other.Schedule, pb.ScheduleRequest(pods=listing([pod("z")]), expected_instance=first)),
+                                  (other.Evaluate, pb.EvaluateRequest(pods=listing([pod("z")]), expected_instance=first))):
+                    with self.assertRaises(grpc.RpcError) as e:
+                        call(req)
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+                    self.assertIn("Reset from your source of truth", e.exception.details())
+                self.assertEqual(other.Snapshot(pb.SnapshotRequest()).revision, fresh.revision)
+        finally:
+            stop(proc)
+
+    def test_reflection_lists_and_describes_the_service(self):
+        info = self.channel.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        listed = b"".join(info(iter([b"\x3a\x00"])))  # list_services: ""
+        self.assertIn(b"kplace.v1.Placement", listed)
+        self.assertIn(b"grpc.health.v1.Health", listed)
+        symbol = b"kplace.v1.Placement"
+        described = b"".join(info(iter([b"\x22" + bytes([len(symbol)]) + symbol])))  # file_containing_symbol
+        for name in (b"kplace/v1/placement.proto", b"ScheduleRequest", b"expected_instance"):
+            self.assertIn(name, described)
 
     def test_health_and_concurrent_clients(self):
         health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
@@ -329,7 +381,8 @@ class SecureServeTest(unittest.TestCase):
 
     def test_beyond_loopback_needs_tls_and_a_token(self):
         for args in (["--listen", "0.0.0.0:0"], ["--listen", "0.0.0.0:0", "--tls-cert", self.cert, "--tls-key", self.key],
-                     ["--tls-cert", self.cert], ["--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"]):
+                     ["--tls-cert", self.cert], ["--listen", "127.0.0.1:0", "--metrics-listen", "0.0.0.0:0"],
+                     ["--listen", "127.0.0.1:99999"], ["--listen", "127.0.0.1:"], ["--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:70000"]):
             r = subprocess.run([KPLACE, "serve"] + args, capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("kplace serve:", r.stderr)
@@ -365,6 +418,12 @@ class SecureServeTest(unittest.TestCase):
                     self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
                 good = [("authorization", "Bearer s3cret-token")]
                 rev = stub.Reset(req, metadata=good).revision
+                # The scheme is case-insensitive (RFC 7235); the token is not.
+                for header in ("bearer s3cret-token", "BEARER  s3cret-token"):
+                    self.assertEqual(stub.Snapshot(pb.SnapshotRequest(), metadata=[("authorization", header)]).revision, rev)
+                with self.assertRaises(grpc.RpcError) as e:
+                    stub.Snapshot(pb.SnapshotRequest(), metadata=[("authorization", "Bearer S3CRET-TOKEN")])
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)
                 with self.assertRaises(grpc.RpcError) as e:
                     stub.Apply(pb.ApplyRequest(events=[event("ADDED", node("b"))]), metadata=[("authorization", "Bearer no")])
                 self.assertEqual(e.exception.code(), grpc.StatusCode.UNAUTHENTICATED)

@@ -129,6 +129,69 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   EXPECT_EQ(Names(s.Snapshot(), "Pod").size(), 3u);  // solo, x0, x1
 }
 
+// Writes that change nothing keep the revision, so other writers' expectations still hold.
+TEST(PlacementStateTest, NoOpWritesKeepTheRevision) {
+  PlacementState s;
+  auto r = s.Reset(List({NodeJson("a", "4")}), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const uint64_t rev = r->revision;
+  auto none = s.Apply({}, rev);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, rev);
+  auto nowhere = s.Schedule(List({PodJson("huge", "64")}), false, rev);
+  ASSERT_TRUE(nowhere.ok()) << nowhere.status();
+  EXPECT_TRUE(nowhere->placements[0].node.empty());
+  EXPECT_EQ(nowhere->revision, rev);
+  EXPECT_TRUE(Names(s.Snapshot(), "Pod").empty());
+  auto placed = s.Schedule(List({PodJson("small", "1")}), false, rev);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(placed->revision, rev + 1);
+  auto again = s.Apply({StrCat(R"({"type":"ADDED","object":)", NodeJson("b", "2"), "}")}, rev + 1);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, rev + 2);
+}
+
+// Each state is an instance of its own: a call naming another instance is refused before
+// its revision is even compared, and changes nothing.
+TEST(PlacementStateTest, ExpectedInstanceMustBeThisOne) {
+  PlacementState before, after;
+  EXPECT_EQ(before.instance().size(), 16u);
+  EXPECT_NE(before.instance(), after.instance());
+  ASSERT_TRUE(before.Reset(List({NodeJson("a", "4")}), "").ok());
+  auto r = after.Reset(List({NodeJson("a", "4")}), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string add = StrCat(R"({"type":"ADDED","object":)", NodeJson("b", "2"), "}");
+  auto stale = after.Apply({add}, Precondition(r->revision, before.instance()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(stale.status())) << stale.status();
+  EXPECT_NE(std::string(stale.status().message()).find("Reset from your source of truth"), std::string::npos);
+  EXPECT_TRUE(absl::IsFailedPrecondition(after.Schedule(List({PodJson("p", "1")}), false, Precondition(std::nullopt, before.instance())).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(after.Evaluate(List({PodJson("p", "1")}), Precondition(std::nullopt, before.instance())).status()));
+  EXPECT_EQ(after.revision(), r->revision);
+  EXPECT_EQ(Names(after.Snapshot(), "Node"), (std::vector<std::string>{"a"}));
+  auto ok = after.Apply({add}, Precondition(r->revision, after.instance()));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(*ok, r->revision + 1);
+}
+
+TEST(PlacementStateTest, GangsNeedANameOfTheirOwnAndMembers) {
+  PlacementState s;
+  ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());
+  const uint64_t rev = s.revision();
+  const std::string pods = List({PodJson("g", "1"), PodJson("h", "1")});
+  const std::vector<std::pair<std::vector<GangSpec>, std::string>> bad = {
+      {{GangSpec{"", 1, {"default/g"}}}, "gangs[0]: name: required"},
+      {{GangSpec{"g", 1, {}}}, "gangs[0] g: pods: a gang needs at least one member"},
+      {{GangSpec{"g", 1, {"default/g"}}, GangSpec{"g", 1, {"default/h"}}}, "gangs[1] g: name: another gang"},
+  };
+  for (const auto& [gangs, want] : bad) {
+    auto r = s.Schedule(pods, false, std::nullopt, gangs);
+    ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << want << ": " << r.status();
+    EXPECT_NE(std::string(r.status().message()).find(want), std::string::npos) << r.status();
+  }
+  EXPECT_EQ(s.revision(), rev);
+  EXPECT_TRUE(Names(s.Snapshot(), "Pod").empty());
+}
+
 // Each pod of an Evaluate is decided against the same state: two pods that each fit alone
 // both fit, though together they would not; nothing changes.
 TEST(PlacementStateTest, EvaluateDecidesEachPodAlone) {

@@ -49,9 +49,22 @@ struct ScheduleResult {
   std::vector<std::string> explanations;     // per placement, when asked: `kplace explain`'s JSON
 };
 
+/** What a call expects of the state: the revision a reply gave (none: any), and the
+ *  instance that gave it (empty: any). */
+struct Precondition {
+  Precondition() = default;
+  Precondition(std::nullopt_t) {}  // NOLINT: "expects nothing" reads as std::nullopt
+  Precondition(uint64_t r) : revision(r) {}  // NOLINT
+  Precondition(std::optional<uint64_t> r, std::string i = "") : revision(r), instance(std::move(i)) {}  // NOLINT
+  std::optional<uint64_t> revision;
+  std::string instance;
+};
+
 class PlacementState {
  public:
-  explicit PlacementState(cycle::Options options = {}) : options_(options) {}
+  /** A new state gets a new instance id (random), so revisions of another process or
+   *  of an earlier start are never taken for this one's. */
+  explicit PlacementState(cycle::Options options = {});
 
   /** @brief The cluster becomes `objects` (a List or an object, JSON or YAML, or
    *  several YAML documents) under `config` (a KubeSchedulerConfiguration; empty: the default). On error
@@ -59,25 +72,29 @@ class PlacementState {
   absl::StatusOr<ResetResult> Reset(std::string_view objects, std::string_view config);
   /** @brief Applies watch events in order, all or none. FailedPrecondition when `expected`
    *  is not the current revision; InvalidArgument (naming the event and the field) when one
-   *  is refused: then nothing is applied. Returns the new revision. */
-  absl::StatusOr<uint64_t> Apply(const std::vector<std::string_view>& events, std::optional<uint64_t> expected);
+   *  is refused: then nothing is applied. Returns the new revision (the same one when no
+   *  event changed anything: none, or only BOOKMARKs). */
+  absl::StatusOr<uint64_t> Apply(const std::vector<std::string_view>& events, const Precondition& expected);
   /** @brief Schedules `pods` (pending pods as Reset reads objects) in queue order. A dry
    *  run decides as a commit would and leaves the state and revision as they were.
    *  Gangs (`gangs`, and PodGroups in `pods` whose schedulingPolicy is gang, named by their
    *  members' spec.schedulingGroup.podGroupName) are placed at their first member's turn:
    *  their members in queue order, each with the normal cycle; at least minCount placed
-   *  are kept together, else none is (the members report the gang's failure). */
-  absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, std::optional<uint64_t> expected,
+   *  are kept together, else none is (the members report the gang's failure). A commit
+   *  that binds no pod and preempts none keeps the revision. Gangs need a name, one
+   *  each, and members. */
+  absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, const Precondition& expected,
                                           const std::vector<GangSpec>& gangs = {}, bool explain = false);
   /** @brief Each of `pods` decided alone against the current state (no binds between
    *  them, as if it were the only pending pod); the state does not change. */
-  absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, std::optional<uint64_t> expected, bool explain = false);
+  absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, const Precondition& expected, bool explain = false);
 
   /** The objects now as one v1 List: nodes in node-tree order, then the other kinds as
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */
   nlohmann::json Snapshot() const;
 
   uint64_t revision() const { return revision_; }
+  const std::string& instance() const { return instance_; }
   bool ready() const { return scheduler_ != nullptr; }
 
   /** Whether requests and events decode each distinct pod shape once (src/serve/pod_shapes.h;
@@ -113,7 +130,7 @@ class PlacementState {
     bool was_pending = false;
   };
   class EventDecoder;
-  absl::Status Check(std::optional<uint64_t> expected) const;
+  absl::Status Check(const Precondition& expected) const;
   // The pending pods of a request, decoded with their priorities, each pod's JSON when
   // `keep_json`, and the request's PodGroups with the members that name them.
   struct RequestPods;
@@ -142,6 +159,7 @@ class PlacementState {
   std::unique_ptr<ObjectSet> cluster_;  // what the scheduler was created over
   std::unique_ptr<cycle::Scheduler> scheduler_;
   uint64_t revision_ = 0;
+  std::string instance_;
   std::vector<std::string> order_;          // keys of non-pod objects, in arrival order
   using KeptMap = absl::flat_hash_map<std::string, KeptJson>;
   KeptMap objects_;  // non-pod objects by kind/namespace/name

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,19 +18,25 @@ struct ServerOptions {
   int32_t max_message_bytes = 256 << 20;  // larger requests are refused (RESOURCE_EXHAUSTED)
   // TLS: PEM files; with client_ca, clients must present a certificate it signed.
   std::string tls_cert, tls_key, client_ca;
-  // When set, every call but health checks needs `authorization: Bearer <token>`.
+  // When set, every call but health checks and reflection needs `authorization: Bearer <token>`
+  // (the scheme in any case, as RFC 7235 has it).
   std::string token;
   // host:port of the Prometheus metrics page (plain HTTP, GET /metrics); empty: none.
   std::string metrics_listen;
 };
 
-/** @brief Checks `options` before serving: TLS needs both a certificate and a key, and any
- *  address beyond loopback (the metrics page's too) needs TLS and a token for the service.
- *  InvalidArgument saying what is missing. */
+/** @brief Checks `options` before serving: addresses are HOST:PORT with a port from 0 to
+ *  65535, TLS needs both a certificate and a key, and any address beyond loopback (the
+ *  metrics page's too) needs TLS and a token for the service. InvalidArgument saying what
+ *  is wrong. */
 absl::Status CheckServerOptions(const ServerOptions& options);
 
 /** Whether `address` (host:port) names the loopback interface only. */
 bool IsLoopback(const std::string& address);
+
+/** Whether an `authorization` header value carries `token` under the Bearer scheme (the
+ *  scheme matched in any case; the token compared in constant time). */
+bool BearerTokenIs(std::string_view header, std::string_view token);
 
 /** A server running in this process on its own threads until Stop (or destruction), which
  *  drains in-flight calls: `kplace bench --through serve` and RunServer stand on it. */
