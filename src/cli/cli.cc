@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"gen", "write a synthetic cluster as Kubernetes JSON", RunGen},
     {"conform", "run conformance cases on the engine or the reference", RunConform},
     {"serve", "run the placement service (gRPC): Reset, Apply events, Schedule, Snapshot", RunServe},
+    {"whatif", "what-ifs on a cluster snapshot: drain nodes, consolidate, how many replicas fit", RunWhatIf},
 };
 
 void PrintUsage(FILE* out) {

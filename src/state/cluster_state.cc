@@ -125,6 +125,18 @@ ObjectSet ClusterState::Objects() const {
   return out;
 }
 
+std::vector<const Pod*> ClusterState::PodsOn(const std::vector<NodeIndex>& rows) const {
+  std::vector<const LivePod*> on;
+  for (const auto& [key, p] : pods_) {
+    if (std::find(rows.begin(), rows.end(), p.node) != rows.end()) on.push_back(&p);
+  }
+  std::sort(on.begin(), on.end(), [](const LivePod* a, const LivePod* b) { return a->seq < b->seq; });
+  std::vector<const Pod*> out;
+  out.reserve(on.size());
+  for (const LivePod* p : on) out.push_back(p->pod);
+  return out;
+}
+
 const Node* ClusterState::FindNode(const std::string& name) const {
   auto it = node_index_.find(name);
   return it == node_index_.end() ? nullptr : &objects().nodes[it->second];

@@ -100,6 +100,60 @@ TEST_F(ScheduleCliTest, WorkedExamplesThroughExplain) {
   }
 }
 
+// `kplace whatif` on a small cluster, checked by hand: a (4 CPU) holds web-0 (3), b (4)
+// holds web-1 (2), c (2) is empty.
+TEST_F(ScheduleCliTest, WhatIfDrainConsolidateAndReplicas) {
+  json web0 = Pod("web-0", "3"), web1 = Pod("web-1", "2");
+  web0["spec"]["nodeName"] = "a";
+  web1["spec"]["nodeName"] = "b";
+  json pdb = {{"apiVersion", "policy/v1"}, {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", "web"}, {"namespace", "default"}}},
+              {"spec", {{"selector", {{"matchLabels", {{"app", "web"}}}}}}}, {"status", {{"disruptionsAllowed", 1}}}};
+  json c = Node("c");
+  c["status"]["allocatable"]["cpu"] = "2";
+  const std::string cluster = Write("cluster.json", List({Node("a"), Node("b"), c, web0, web1, pdb}));
+  json out;
+  // Draining b: web-1 (2 CPU) fits on c (a has 1 left); the budget allows one.
+  ASSERT_EQ(Run({"whatif", "drain", "--cluster", cluster, "--node", "b", "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["nodes"], json::array({"b"}));
+  EXPECT_EQ(out["drainable"], true);
+  ASSERT_EQ(out["pods"].size(), 1u);
+  EXPECT_EQ(out["pods"][0]["pod"], "default/web-1");
+  EXPECT_EQ(out["pods"][0]["node"], "c");
+  EXPECT_EQ(out["pods"][0]["status"], "Scheduled");
+  EXPECT_EQ(out["pdbViolations"], json::array());
+  // Draining a and b: web-0 (3) fits nowhere, and two pods break a budget of one.
+  ASSERT_EQ(Run({"whatif", "drain", "--cluster", cluster, "--node", "a,b", "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["drainable"], false);
+  ASSERT_EQ(out["pods"].size(), 2u);
+  EXPECT_EQ(out["pods"][0]["pod"], "default/web-0");
+  EXPECT_EQ(out["pods"][0]["node"], nullptr);
+  EXPECT_NE(out["pods"][0]["message"].get<std::string>().find("0/1 nodes are available: 1 Insufficient cpu."), std::string::npos)
+      << out.dump();
+  EXPECT_EQ(out["pods"][1]["node"], "c");
+  EXPECT_EQ(out["pdbViolations"], json::parse(R"([{"pdb": "default/web", "evicted": 2, "disruptionsAllowed": 1}])"));
+  // Each node on its own: a's web-0 (3) has nowhere to go; b's web-1 goes to c; c is empty.
+  ASSERT_EQ(Run({"whatif", "consolidate", "--cluster", cluster, "--output", "json"}, &out), 0);
+  std::map<std::string, bool> removable;
+  for (const json& cand : out["candidates"]) removable[cand["node"]] = cand["removable"];
+  EXPECT_EQ(removable, (std::map<std::string, bool>{{"a", false}, {"b", true}, {"c", true}}));
+  // 1-CPU copies: 1 on a, 2 on b, 2 on c; the sixth finds no node.
+  const std::string one = Write("one.json", Pod("one", "1"));
+  ASSERT_EQ(Run({"whatif", "replicas", "--cluster", cluster, "--pod", one, "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["replicas"], 5);
+  EXPECT_EQ(out["perNode"], json::parse(R"({"a": 1, "b": 2, "c": 2})"));
+  EXPECT_EQ(out["stoppedBy"]["pod"], "default/one-whatif-5");
+  EXPECT_EQ(out["stoppedBy"]["node"], nullptr);
+  ASSERT_EQ(Run({"whatif", "replicas", "--cluster", cluster, "--pod", one, "--max", "2", "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["replicas"], 2);
+  EXPECT_EQ(out["stoppedBy"], nullptr);
+  // Mistakes: an unknown node or question, a missing flag.
+  EXPECT_EQ(Run({"whatif", "drain", "--cluster", cluster, "--node", "nope"}, &out), 1);
+  EXPECT_EQ(Run({"whatif", "drain", "--cluster", cluster}, &out), 2);
+  EXPECT_EQ(Run({"whatif", "shrink", "--cluster", cluster}, &out), 2);
+  EXPECT_EQ(Run({"whatif", "replicas", "--cluster", cluster, "--pod", cluster}, &out), 1);
+}
+
 TEST_F(ScheduleCliTest, GpuTaintTakesOnlyToleratingPods) {
   json nodes = json::array({Node("cpu-1"), Node("gpu-1", json::object(),
                                                  json::array({{{"key", "hardware"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}))});

@@ -13,10 +13,13 @@
 #include "kplace/model/decode.h"
 #include "kplace/reference/plugin.h"
 #include "kplace/state/node_tree.h"
+#include "tests/testing/differential.h"
 #include "tests/testing/volume_builders.h"
 
 namespace kplace::cycle {
 namespace {
+
+using testing::MakePdb;
 
 using json = nlohmann::json;
 
@@ -38,15 +41,6 @@ Pod MakePod(const std::string& name, const std::string& node, int32_t priority, 
   Pod p = *DecodePod(j, "test");
   if (start_seconds) p.start_time_ns = *start_seconds * 1000000000;
   return p;
-}
-
-PodDisruptionBudget MakePdb(const std::string& app, int32_t allowed) {
-  PodDisruptionBudget pdb;
-  pdb.meta.name = "pdb-" + app;
-  pdb.meta.namespace_ = "default";
-  pdb.selector = LabelSelector{{{"app", app}}, {}};
-  pdb.disruptions_allowed = allowed;
-  return pdb;
 }
 
 // A reference cluster with NodeResourcesFit as the only filter.

@@ -24,6 +24,15 @@ Node MakeNode(const std::string& name, const std::map<std::string, std::string>&
   return n;
 }
 
+PodDisruptionBudget MakePdb(const std::string& app, int32_t allowed) {
+  PodDisruptionBudget pdb;
+  pdb.meta.name = "pdb-" + app;
+  pdb.meta.namespace_ = "default";
+  pdb.selector = LabelSelector{{{"app", app}}, {}};
+  pdb.disruptions_allowed = allowed;
+  return pdb;
+}
+
 Pod MakePod(const std::string& name, const std::map<std::string, std::string>& requests,
             const std::string& node_name) {
   Pod p;

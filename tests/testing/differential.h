@@ -35,5 +35,7 @@ Node MakeNode(const std::string& name, const std::map<std::string, std::string>&
 Pod MakePod(const std::string& name, const std::map<std::string, std::string>& requests,
             const std::string& node_name = "");
 Quantity Q(const std::string& text);
+/** A budget "pdb-<app>" in default selecting app=<app>, with `allowed` disruptions. */
+PodDisruptionBudget MakePdb(const std::string& app, int32_t allowed);
 
 }  // namespace kplace::testing

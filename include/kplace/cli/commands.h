@@ -7,4 +7,5 @@ int RunConform(int argc, char** argv);
 int RunSchedule(int argc, char** argv);
 int RunExplain(int argc, char** argv);
 int RunServe(int argc, char** argv);
+int RunWhatIf(int argc, char** argv);
 }  // namespace kplace::cli

@@ -118,6 +118,9 @@ class ClusterState {
   /** The pod with a node (bound, or waiting for its node) with key namespace/name; null
    *  when none. Valid until the next change. */
   const Pod* FindBoundPod(const std::string& key) const;
+  /** The pods with a node among `rows` (bound, or waiting for their node), in the order
+   *  they entered. Valid until the next change. */
+  std::vector<const Pod*> PodsOn(const std::vector<NodeIndex>& rows) const;
   /** A row that holds a node now (not one that left). */
   bool LiveRow(NodeIndex i) const {
     return i >= 0 && static_cast<size_t>(i) < objects().nodes.size() && removed_rows_.count(i) == 0;

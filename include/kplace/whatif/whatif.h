@@ -1,0 +1,63 @@
+#pragma once
+// What-if questions that batch schedulers and autoscalers ask, answered by the scheduler's
+// own cycle on its live state inside a transaction that is reverted: the state is left as
+// it was (objects, node order, start index), and each answer is what the plain cycle decides
+// on the equivalent cluster (docs/whatif.md).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kplace/cycle/scheduler.h"
+
+namespace kplace::whatif {
+
+/** Whether draining its node evicts `pod`: not owned by a DaemonSet, not a mirror pod
+ *  (kubernetes.io/config.mirror), not completed (Succeeded or Failed), not terminating
+ *  already. Such pods go with the node instead. */
+bool Evicted(const Pod& pod);
+
+/** A PodDisruptionBudget that evicting the pods would take below its allowance. */
+struct PdbViolation {
+  std::string pdb;        // namespace/name
+  int32_t evicted = 0;    // evicted pods it selects (not already in status.disruptedPods)
+  int32_t allowed = 0;    // its status.disruptionsAllowed
+};
+
+struct DrainResult {
+  std::vector<std::string> nodes;      // the drained nodes, as asked
+  /** Every evicted pod placed on another node without preempting anything, and no
+   *  PodDisruptionBudget violated. */
+  bool drainable = false;
+  std::vector<cycle::Placement> pods;  // the evicted pods in queue order, each its last attempt
+  std::vector<PdbViolation> pdb_violations;
+};
+
+/** @brief Deletes `nodes` with every pod on them, then schedules the pods a drain evicts
+ *  (Evicted; spec.nodeName and status.nominatedNodeName cleared) with ScheduleAll: queue
+ *  order, the full cycle, DefaultPreemption included. Reverted afterwards (it nests in an
+ *  open transaction). InvalidArgument for an unknown or repeated node. */
+absl::StatusOr<DrainResult> Drain(cycle::Scheduler* scheduler, const std::vector<std::string>& nodes);
+
+/** @brief Drain of each candidate on its own, against the otherwise unchanged state: which
+ *  nodes can go and where their pods would land. `candidates` empty: every node, in
+ *  node-tree order. */
+absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates);
+
+struct ReplicasResult {
+  int64_t replicas = 0;                    // copies placed before the first that was not
+  std::map<std::string, int64_t> per_node;  // node -> copies placed there
+  /** The first copy that found no node (its upstream message), none when `max` were placed. */
+  std::optional<cycle::Placement> stopped_by;
+};
+
+/** @brief How many copies of `pod` fit (scheduler-library's SchedulePodsByTemplate): copies
+ *  named `<name>-whatif-<k>` scheduled one after another through the full cycle without
+ *  preemption (spec.preemptionPolicy Never, which changes no Filter or Score) until one
+ *  finds no node or `max` are placed. Reverted afterwards. InvalidArgument for a bound
+ *  pod or `max` < 1. */
+absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& pod, int64_t max);
+
+}  // namespace kplace::whatif

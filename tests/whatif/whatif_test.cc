@@ -1,0 +1,324 @@
+#include "kplace/whatif/whatif.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_join.h"
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/model/decode.h"
+#include "kplace/state/event.h"
+#include "tests/testing/differential.h"
+#include "tests/testing/model_json.h"
+
+namespace kplace::whatif {
+namespace {
+
+using testing::MakePdb;
+
+using json = nlohmann::json;
+
+Node MakeNode(const std::string& name, const std::string& zone, const std::string& cpu, bool tainted = false) {
+  json j = {{"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}, {"topology.kubernetes.io/zone", zone}}}}},
+            {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "16Gi"}, {"pods", "20"}}}}}};
+  if (tainted) j["spec"]["taints"] = json::array({{{"key", "dedicated"}, {"value", "gpu"}, {"effect", "NoSchedule"}}});
+  return *DecodeNode(j, "test");
+}
+
+json PodJson(const std::string& name, const std::string& node, const std::string& cpu, const std::string& app) {
+  json j = {{"metadata", {{"name", name}, {"namespace", "default"}, {"uid", name}, {"labels", {{"app", app}}}}},
+            {"spec", {{"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  return j;
+}
+
+Pod MakePod(const std::string& name, const std::string& node, const std::string& cpu, const std::string& app = "web") {
+  return *DecodePod(PodJson(name, node, cpu, app), "test");
+}
+
+std::string Describe(const cycle::Placement& p) {
+  std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, " score=", p.score,
+                           " feasible=", p.feasible, " attempts=", p.attempts);
+  if (p.preemption) out += StrCat(" nominated=", p.preemption->nominated_node, " victims=", p.preemption->victims.size());
+  return out;
+}
+
+std::string StateOf(const cycle::Scheduler& s) {
+  return StrCat(testing::ToJson(s.state().Objects()).dump(), " start=", s.next_start_index());
+}
+
+std::unique_ptr<cycle::Scheduler> Make(const ObjectSet& cluster, bool reference) {
+  cycle::Options o;
+  o.reference = reference;
+  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+TEST(WhatIfTest, EvictedLeavesDaemonSetMirrorCompletedAndTerminatingPods) {
+  Pod plain = MakePod("p", "n", "1");
+  EXPECT_TRUE(Evicted(plain));
+  Pod ds = plain;
+  ds.meta.owner_references.push_back(OwnerReference{"apps/v1", "DaemonSet", "agent", "u1", true});
+  EXPECT_FALSE(Evicted(ds));
+  Pod rs = plain;
+  rs.meta.owner_references.push_back(OwnerReference{"apps/v1", "ReplicaSet", "web", "u2", true});
+  EXPECT_TRUE(Evicted(rs));
+  Pod mirror = plain;
+  mirror.meta.annotations["kubernetes.io/config.mirror"] = "abc";
+  EXPECT_FALSE(Evicted(mirror));
+  Pod done = plain;
+  done.phase = "Succeeded";
+  EXPECT_FALSE(Evicted(done));
+  Pod going = plain;
+  going.meta.deletion_timestamp = "2026-12-07T10:00:00Z";
+  EXPECT_FALSE(Evicted(going));
+}
+
+// By hand: a (4 CPU) holds web-0 (2) and a DaemonSet pod; b (4) holds web-1 (3); c (2)
+// is empty. Draining a: web-0 fits only on c; the DaemonSet pod goes with the node.
+TEST(WhatIfTest, DrainByHand) {
+  for (bool reference : {false, true}) {
+    ObjectSet cluster;
+    cluster.nodes = {MakeNode("a", "z1", "4"), MakeNode("b", "z1", "4"), MakeNode("c", "z2", "2")};
+    Pod agent = MakePod("agent-a", "a", "100m", "agent");
+    agent.meta.owner_references.push_back(OwnerReference{"apps/v1", "DaemonSet", "agent", "u1", true});
+    cluster.pods = {MakePod("web-0", "a", "2"), agent, MakePod("web-1", "b", "3")};
+    cluster.pdbs = {MakePdb("web", 1)};
+    auto s = Make(cluster, reference);
+    const std::string before = StateOf(*s);
+    auto r = Drain(s.get(), {"a"});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->pods.size(), 1u);
+    EXPECT_EQ(r->pods[0].pod, "default/web-0");
+    EXPECT_EQ(r->pods[0].node, "c");
+    EXPECT_TRUE(r->drainable);
+    EXPECT_TRUE(r->pdb_violations.empty());
+    EXPECT_EQ(StateOf(*s), before);
+
+    // Draining a and c: web-0 fits nowhere (b has 1 CPU left).
+    auto both = Drain(s.get(), {"a", "c"});
+    ASSERT_TRUE(both.ok()) << both.status();
+    ASSERT_EQ(both->pods.size(), 1u);
+    EXPECT_EQ(both->pods[0].node, "");
+    EXPECT_EQ(both->pods[0].message, "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.");
+    EXPECT_FALSE(both->drainable);
+    EXPECT_EQ(StateOf(*s), before);
+
+    // Both web pods evicted: two against a budget of one.
+    auto all = Drain(s.get(), {"a", "b"});
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(all->pdb_violations.size(), 1u);
+    EXPECT_EQ(all->pdb_violations[0].pdb, "default/pdb-web");
+    EXPECT_EQ(all->pdb_violations[0].evicted, 2);
+    EXPECT_EQ(all->pdb_violations[0].allowed, 1);
+    EXPECT_FALSE(all->drainable);
+
+    EXPECT_TRUE(absl::IsInvalidArgument(Drain(s.get(), {"nope"}).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(Drain(s.get(), {"a", "a"}).status()));
+    EXPECT_EQ(StateOf(*s), before);
+  }
+}
+
+struct Random {
+  ObjectSet cluster;
+  std::vector<std::string> node_names;
+};
+
+// Zones, taints, spread and anti-affinity among the bound pods, DaemonSet pods, budgets and
+// priorities: the pods a drain evicts meet every kind of constraint.
+Random MakeRandom(uint64_t seed, int32_t nodes) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const char* kApps[] = {"web", "db", "cache"};
+  Random r;
+  for (int32_t i = 0; i < nodes; ++i) {
+    r.node_names.push_back(StrCat("n", i));
+    r.cluster.nodes.push_back(MakeNode(StrCat("n", i), StrCat("z", pick(3)), std::to_string(2 + pick(6)), pick(8) == 0));
+  }
+  std::vector<int64_t> free(static_cast<size_t>(nodes));
+  for (int32_t i = 0; i < nodes; ++i) free[i] = r.cluster.nodes[i].allocatable.at("cpu").MilliValue();
+  for (int32_t k = 0; k < nodes * 3; ++k) {
+    const int32_t node = pick(nodes);
+    const int64_t milli = 250 * (1 + pick(6));
+    if (free[node] < milli) continue;
+    free[node] -= milli;
+    json j = PodJson(StrCat("e", k), StrCat("n", node), StrCat(milli, "m"), kApps[pick(3)]);
+    j["spec"]["priority"] = pick(3) * 100;
+    if (pick(5) == 0) {
+      j["spec"]["topologySpreadConstraints"] = json::array(
+          {{{"maxSkew", 1 + pick(2)}, {"topologyKey", "topology.kubernetes.io/zone"},
+            {"whenUnsatisfiable", pick(2) ? "DoNotSchedule" : "ScheduleAnyway"},
+            {"labelSelector", {{"matchLabels", {{"app", j["metadata"]["labels"]["app"]}}}}}}});
+    }
+    if (pick(6) == 0) {
+      j["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array(
+          {{{"labelSelector", {{"matchLabels", {{"app", j["metadata"]["labels"]["app"]}}}}},
+            {"topologyKey", "kubernetes.io/hostname"}}});
+    }
+    if (pick(6) == 0) {
+      j["spec"]["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+    }
+    if (pick(10) == 0) {
+      j["metadata"]["ownerReferences"] =
+          json::array({{{"apiVersion", "apps/v1"}, {"kind", "DaemonSet"}, {"name", "agent"}, {"uid", "ds"}, {"controller", true}}});
+    }
+    r.cluster.pods.push_back(*DecodePod(j, "test"));
+  }
+  r.cluster.pdbs = {MakePdb("web", pick(4)), MakePdb("db", pick(2))};
+  return r;
+}
+
+// What a drain must equal: the evicted pods scheduled by a fresh scheduler on the cluster
+// the deletions leave (its objects, nodes in the tree's order, as a new cluster).
+std::vector<cycle::Placement> ScheduleWithout(const ObjectSet& cluster, const std::vector<std::string>& drained, bool reference) {
+  auto live = Make(cluster, reference);
+  state::ClusterState& st = live->state();
+  std::set<std::string> names(drained.begin(), drained.end());
+  std::vector<Pod> evicted;
+  for (const Pod& p : cluster.pods) {
+    if (!names.count(p.node_name)) continue;
+    EXPECT_TRUE(st.Apply(state::PodEvent(state::EventType::kDeleted, p)).ok());
+    if (!Evicted(p)) continue;
+    Pod again = p;
+    again.node_name.clear();
+    evicted.push_back(std::move(again));
+  }
+  for (const std::string& n : drained) EXPECT_TRUE(st.Apply(state::NodeEvent(state::EventType::kDeleted, *st.FindNode(n))).ok());
+  const ObjectSet without = st.Objects();
+  auto fresh = Make(without, reference);
+  return fresh->ScheduleAll(evicted);
+}
+
+TEST(WhatIfTest, DrainEqualsScheduleOnTheClusterWithoutTheNodesRandomized) {
+  int64_t placed = 0, unplaced = 0, drainable = 0, violations = 0;
+  for (int32_t size : {12, 40, 150, 1000}) {
+    for (uint64_t seed = 1; seed <= (size >= 1000 ? 1u : 4u); ++seed) {
+      Random rc = MakeRandom(seed * 131 + static_cast<uint64_t>(size), size);
+      std::mt19937_64 rng(seed);
+      std::vector<std::vector<std::string>> sides_results;
+      for (bool reference : {false, true}) {
+        auto s = Make(rc.cluster, reference);
+        const std::string before = StateOf(*s);
+        std::vector<std::string> lines;
+        for (int q = 0; q < 4; ++q) {
+          std::vector<std::string> drained;
+          std::mt19937_64 pick_rng(seed * 1000 + static_cast<uint64_t>(q));
+          for (int n = 0; n < 1 + q % 3; ++n) {
+            const std::string name = rc.node_names[pick_rng() % rc.node_names.size()];
+            if (std::find(drained.begin(), drained.end(), name) == drained.end()) drained.push_back(name);
+          }
+          auto r = Drain(s.get(), drained);
+          ASSERT_TRUE(r.ok()) << r.status();
+          const std::string what = StrCat(size, " nodes, seed ", seed, ", drain ", absl::StrJoin(drained, ","),
+                                          reference ? " (reference)" : " (engine)");
+          ASSERT_EQ(StateOf(*s), before) << what;
+          const std::vector<cycle::Placement> want = ScheduleWithout(rc.cluster, drained, reference);
+          ASSERT_EQ(r->pods.size(), want.size()) << what;
+          for (size_t k = 0; k < want.size(); ++k) {
+            ASSERT_EQ(Describe(r->pods[k]), Describe(want[k])) << what;
+            lines.push_back(Describe(r->pods[k]));
+            (r->pods[k].node.empty() ? unplaced : placed) += 1;
+          }
+          drainable += r->drainable;
+          violations += static_cast<int64_t>(r->pdb_violations.size());
+        }
+        sides_results.push_back(lines);
+      }
+      EXPECT_EQ(sides_results[0], sides_results[1]) << "engine and reference differ, seed " << seed;
+    }
+  }
+  // The inputs must exercise what they test.
+  EXPECT_GT(placed, 50);
+  EXPECT_GT(unplaced, 5);
+  EXPECT_GT(drainable, 3);
+  EXPECT_GT(violations, 3);
+}
+
+TEST(WhatIfTest, ConsolidateIsOneDrainPerCandidate) {
+  Random rc = MakeRandom(77, 30);
+  auto s = Make(rc.cluster, false);
+  const std::string before = StateOf(*s);
+  auto all = Consolidate(s.get(), {});
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 30u);
+  EXPECT_EQ(StateOf(*s), before);
+  const std::vector<std::string> order = s->state().NodeOrder();
+  int64_t removable = 0;
+  for (size_t k = 0; k < all->size(); ++k) {
+    const DrainResult& c = (*all)[k];
+    ASSERT_EQ(c.nodes, std::vector<std::string>{order[k]});
+    auto one = Drain(s.get(), c.nodes);
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(one->drainable, c.drainable) << order[k];
+    ASSERT_EQ(one->pods.size(), c.pods.size());
+    for (size_t p = 0; p < c.pods.size(); ++p) EXPECT_EQ(Describe(one->pods[p]), Describe(c.pods[p]));
+    removable += c.drainable;
+  }
+  EXPECT_GT(removable, 0);
+  EXPECT_LT(removable, 30);
+  auto some = Consolidate(s.get(), {"n3", "nope"});
+  EXPECT_TRUE(absl::IsInvalidArgument(some.status()));
+  EXPECT_NE(std::string(some.status().message()).find("candidates[1]"), std::string::npos) << some.status();
+}
+
+TEST(WhatIfTest, ReplicasEqualCopiesScheduledWithoutPreemption) {
+  for (bool reference : {false, true}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      Random rc = MakeRandom(seed + 500, 40);
+      for (const std::string cpu : {"500m", "2"}) {
+        json j = PodJson("tmpl", "", cpu, "web");
+        j["spec"]["priority"] = 1000;  // would preempt, were it allowed
+        if (seed == 2) {
+          j["spec"]["topologySpreadConstraints"] = json::array(
+              {{{"maxSkew", 1}, {"topologyKey", "topology.kubernetes.io/zone"}, {"whenUnsatisfiable", "DoNotSchedule"},
+                {"labelSelector", {{"matchLabels", {{"app", "web"}}}}}}});
+        }
+        const Pod tmpl = *DecodePod(j, "test");
+        auto s = Make(rc.cluster, reference);
+        const std::string before = StateOf(*s);
+        auto r = Replicas(s.get(), tmpl, 100000);
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(StateOf(*s), before);
+        ASSERT_TRUE(r->stopped_by.has_value());
+        EXPECT_GT(r->replicas, 0);
+        EXPECT_FALSE(r->stopped_by->preemption.has_value() && !r->stopped_by->preemption->victims.empty());
+        // The same copies scheduled by a fresh scheduler: the first replicas+1 decide alike.
+        std::vector<Pod> copies;
+        for (int64_t k = 0; k <= r->replicas; ++k) {
+          Pod c = tmpl;
+          c.meta.name = StrCat("tmpl-whatif-", k);
+          c.meta.uid.clear();
+          c.preemption_policy = "Never";
+          copies.push_back(c);
+        }
+        auto fresh = Make(rc.cluster, reference);
+        const std::vector<cycle::Placement> want = fresh->ScheduleAll(copies);
+        std::map<std::string, int64_t> per_node;
+        for (int64_t k = 0; k < r->replicas; ++k) {
+          ASSERT_FALSE(want[k].node.empty()) << k;
+          ++per_node[want[k].node];
+        }
+        EXPECT_EQ(r->per_node, per_node);
+        EXPECT_EQ(Describe(*r->stopped_by), Describe(want[r->replicas]));
+        // A smaller max stops there.
+        auto capped = Replicas(s.get(), tmpl, 3);
+        ASSERT_TRUE(capped.ok());
+        EXPECT_EQ(capped->replicas, std::min<int64_t>(3, r->replicas));
+        EXPECT_EQ(capped->stopped_by.has_value(), r->replicas < 3);
+      }
+    }
+  }
+  auto s = Make(MakeRandom(1, 5).cluster, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(Replicas(s.get(), MakePod("x", "n0", "1"), 3).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Replicas(s.get(), MakePod("x", "", "1"), 0).status()));
+}
+
+}  // namespace
+}  // namespace kplace::whatif
