@@ -130,12 +130,16 @@ json DrainJson(const whatif::DrainResult& r, const SchedulerConfig& config, cons
   return {{"nodes", r.nodes}, {"drainable", r.drainable}, {"pods", pods}, {"pdbViolations", pdbs}};
 }
 
-// The schedulerName of each pod of a drain's result, from the live state before it.
-std::vector<std::string> SchedulersOf(const whatif::DrainResult& r, const ObjectSet& cluster) {
-  std::map<std::string, std::string> by_key;
-  for (const Pod& p : cluster.pods) by_key[ObjectKey(p.meta)] = p.scheduler_name;
+// Each bound pod's schedulerName by key: a drain's pods report under their own profile.
+std::map<std::string, std::string> SchedulerNames(const ObjectSet& cluster) {
+  std::map<std::string, std::string> out;
+  for (const Pod& p : cluster.pods) out[ObjectKey(p.meta)] = p.scheduler_name;
+  return out;
+}
+
+std::vector<std::string> SchedulersOf(const whatif::DrainResult& r, const std::map<std::string, std::string>& names) {
   std::vector<std::string> out;
-  for (const cycle::Placement& p : r.pods) out.push_back(by_key[p.pod]);
+  for (const cycle::Placement& p : r.pods) out.push_back(names.at(p.pod));
   return out;
 }
 
@@ -230,15 +234,16 @@ int Drain(int argc, char** argv, bool consolidate) {
     }
     if (consolidate) text += StrCat(removable, " of ", results.size(), " candidate node(s) can go\n");
   } else if (consolidate) {
+    const std::map<std::string, std::string> names = SchedulerNames(in->cluster);
     json candidates = json::array();
     for (const whatif::DrainResult& r : results) {
-      json one = DrainJson(r, in->config, SchedulersOf(r, in->cluster));
+      json one = DrainJson(r, in->config, SchedulersOf(r, names));
       candidates.push_back({{"node", r.nodes[0]}, {"removable", r.drainable}, {"pods", one["pods"]},
                             {"pdbViolations", one["pdbViolations"]}});
     }
     text = json{{"candidates", candidates}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   } else {
-    text = DrainJson(results[0], in->config, SchedulersOf(results[0], in->cluster))
+    text = DrainJson(results[0], in->config, SchedulersOf(results[0], SchedulerNames(in->cluster)))
                .dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
   return Write(text, *common.out_file, who);
