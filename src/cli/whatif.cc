@@ -1,9 +1,10 @@
-// `kplace whatif`: drain, consolidate and replicas on a cluster snapshot (docs/whatif.md).
+// `kplace whatif`: drain, consolidate, replicas and fits on a cluster snapshot (docs/whatif.md).
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ constexpr char kUsage[] =
     "questions:\n"
     "  drain        delete nodes and re-place the pods the drain evicts: is it drainable, where do they go\n"
     "  consolidate  the drain of each candidate node on its own: which nodes can go\n"
-    "  replicas     how many copies of a pod fit, and on which nodes\n";
+    "  replicas     how many copies of a pod fit, and on which nodes\n"
+    "  fits         the nodes a pod passes Filter on, every other node's reason; or the first that fits\n";
 
 // What every question shares: the cluster, the configuration and the engine.
 struct Common {
@@ -55,28 +57,46 @@ struct Common {
         feature_gates(&flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults")) {}
 };
 
+// What a question runs on. Not movable: the scheduler holds the cluster.
 struct Loaded {
+  bool table = false;  // write a table, not JSON
   ObjectSet cluster;
   SchedulerConfig config;
   cycle::Options options;
+  std::optional<Pod> pod;                       // --pod, for the questions that take one
+  std::unique_ptr<cycle::Scheduler> scheduler;  // over `cluster`
 };
 
-// The snapshot's nodes and bound pods, and the scheduler's configuration; nullopt after
-// saying why on stderr.
-std::optional<Loaded> Load(const Common& c, const char* who) {
+std::optional<Pod> LoadPod(const std::string& file, const ObjectSet& cluster, const char* who);
+std::optional<bool> AsTable(const Common& c, const char* who);
+
+// The snapshot's nodes and bound pods, the scheduler's configuration, `pod_file`'s pod
+// when given, and the scheduler; null after saying why on stderr, with *rc the exit status
+// (2 for a bad flag, 1 for bad input).
+std::unique_ptr<Loaded> Load(const Common& c, const char* who, const std::string* pod_file, int* rc) {
+  *rc = 2;
   if (c.cluster_files->empty()) {
     std::fprintf(stderr, "%s: --cluster is required (see --help)\n", who);
-    return std::nullopt;
+    return nullptr;
   }
-  Loaded out;
+  if (pod_file && pod_file->empty()) {
+    std::fprintf(stderr, "%s: --pod is required (see --help)\n", who);
+    return nullptr;
+  }
+  auto out_ptr = std::make_unique<Loaded>();
+  Loaded& out = *out_ptr;
+  const std::optional<bool> table = AsTable(c, who);
+  if (!table) return nullptr;
+  out.table = *table;
   out.options.reference = *c.reference;
-  if (!*c.reference && !ParseBackend(*c.backend, &out.options.backend)) return std::nullopt;
-  if (!ParseFeatureGates("whatif", *c.feature_gates, &out.options.gates)) return std::nullopt;
+  if (!*c.reference && !ParseBackend(*c.backend, &out.options.backend)) return nullptr;
+  if (!ParseFeatureGates("whatif", *c.feature_gates, &out.options.gates)) return nullptr;
+  *rc = 1;
   SkippedKinds skipped;
   for (const std::string& f : *c.cluster_files) {
     if (absl::Status s = DecodeFile(f, &out.cluster, &skipped); !s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
-      return std::nullopt;
+      return nullptr;
     }
   }
   if (!skipped.empty()) std::fprintf(stderr, "%s: %s\n", who, SkippedLine(skipped).c_str());
@@ -96,18 +116,48 @@ std::optional<Loaded> Load(const Common& c, const char* who) {
   }
   if (absl::Status s = ResolvePriorities(out.cluster, &out.cluster.pods, who); !s.ok()) {
     std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
-    return std::nullopt;
+    return nullptr;
   }
   out.config = DefaultSchedulerConfig();
   if (!c.config_file->empty()) {
     auto config = LoadSchedulerConfig(*c.config_file);
     if (!config.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(config.status().message()).c_str());
-      return std::nullopt;
+      return nullptr;
     }
     out.config = *config;
   }
-  return out;
+  if (pod_file) {
+    out.pod = LoadPod(*pod_file, out.cluster, who);
+    if (!out.pod) return nullptr;
+  }
+  auto scheduler = cycle::Scheduler::Create(out.cluster, out.config, out.options);
+  if (!scheduler.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
+    return nullptr;
+  }
+  out.scheduler = std::move(*scheduler);
+  return out_ptr;
+}
+
+// The one pod of --pod, its priority resolved against the cluster's PriorityClasses;
+// nullopt after saying why on stderr.
+std::optional<Pod> LoadPod(const std::string& file, const ObjectSet& cluster, const char* who) {
+  ObjectSet set;
+  if (absl::Status s = DecodeFile(file, &set); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
+    return std::nullopt;
+  }
+  if (set.pods.size() != 1 || !set.nodes.empty()) {
+    std::fprintf(stderr, "%s: --pod %s: expected exactly one Pod and no other object, got %zu pod(s)\n", who, file.c_str(),
+                 set.pods.size());
+    return std::nullopt;
+  }
+  if (absl::Status s = ResolvePriorities(cluster, &set.pods, file); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
+    return std::nullopt;
+  }
+  return std::move(set.pods[0]);
 }
 
 const Profile& ProfileOf(const SchedulerConfig& config, const std::string& scheduler_name) {
@@ -199,25 +249,20 @@ int Drain(int argc, char** argv, bool consolidate) {
     std::fprintf(stderr, "%s: --node is required (see --help)\n", who);
     return 2;
   }
-  const std::optional<bool> table = AsTable(common, who);
-  if (!table) return 2;
-  std::optional<Loaded> in = Load(common, who);
-  if (!in) return 1;
-  auto scheduler = cycle::Scheduler::Create(in->cluster, in->config, in->options);
-  if (!scheduler.ok()) {
-    std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
-    return 1;
-  }
+  int rc = 0;
+  std::unique_ptr<Loaded> in = Load(common, who, nullptr, &rc);
+  if (!in) return rc;
+  cycle::Scheduler* scheduler = in->scheduler.get();
   std::vector<whatif::DrainResult> results;
   if (consolidate) {
-    auto r = whatif::Consolidate(scheduler->get(), names);
+    auto r = whatif::Consolidate(scheduler, names);
     if (!r.ok()) {
       std::fprintf(stderr, "%s: --candidates: %s\n", who, std::string(r.status().message()).c_str());
       return 1;
     }
     results = std::move(*r);
   } else {
-    auto r = whatif::Drain(scheduler->get(), names);
+    auto r = whatif::Drain(scheduler, names);
     if (!r.ok()) {
       std::fprintf(stderr, "%s: --node: %s\n", who, std::string(r.status().message()).c_str());
       return 1;
@@ -225,7 +270,7 @@ int Drain(int argc, char** argv, bool consolidate) {
     results.push_back(std::move(*r));
   }
   std::string text;
-  if (*table) {
+  if (in->table) {
     int64_t removable = 0;
     for (const whatif::DrainResult& r : results) {
       removable += r.drainable;
@@ -259,53 +304,86 @@ int Replicas(int argc, char** argv) {
   std::string& pod_file = flags.String("pod", "", "the pod to copy (a Pod, JSON or YAML; spec.nodeName unset)");
   int64_t& max = flags.Int("max", 1000, "stop after this many copies");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
-  if (pod_file.empty()) {
-    std::fprintf(stderr, "%s: --pod is required (see --help)\n", who);
-    return 2;
-  }
   if (max < 1) {
     std::fprintf(stderr, "%s: --max must be at least 1, got %lld\n", who, static_cast<long long>(max));
     return 2;
   }
-  const std::optional<bool> table = AsTable(common, who);
-  if (!table) return 2;
-  std::optional<Loaded> in = Load(common, who);
-  if (!in) return 1;
-  ObjectSet set;
-  if (absl::Status s = DecodeFile(pod_file, &set); !s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
-    return 1;
-  }
-  if (set.pods.size() != 1 || !set.nodes.empty()) {
-    std::fprintf(stderr, "%s: --pod %s: expected exactly one Pod and no other object, got %zu pod(s)\n", who, pod_file.c_str(),
-                 set.pods.size());
-    return 1;
-  }
-  if (absl::Status s = ResolvePriorities(in->cluster, &set.pods, pod_file); !s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
-    return 1;
-  }
-  auto scheduler = cycle::Scheduler::Create(in->cluster, in->config, in->options);
-  if (!scheduler.ok()) {
-    std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
-    return 1;
-  }
-  auto r = whatif::Replicas(scheduler->get(), set.pods[0], max);
+  int rc = 0;
+  std::unique_ptr<Loaded> in = Load(common, who, &pod_file, &rc);
+  if (!in) return rc;
+  auto r = whatif::Replicas(in->scheduler.get(), *in->pod, max);
   if (!r.ok()) {
     std::fprintf(stderr, "%s: --pod %s: %s\n", who, pod_file.c_str(), std::string(r.status().message()).c_str());
     return 1;
   }
   std::string text;
-  if (*table) {
+  if (in->table) {
     text = StrCat(r->replicas, r->replicas == 1 ? " copy fits" : " copies fit",
                   r->stopped_by ? StrCat("; the next: ", r->stopped_by->message) : StrCat(" (--max ", max, ")"), "\n");
     for (const auto& [node, n] : r->per_node) text += StrCat("  ", node, ": ", n, "\n");
   } else {
     json doc = {{"replicas", r->replicas}, {"perNode", r->per_node}, {"stoppedBy", nullptr}};
     if (r->stopped_by) {
-      doc["stoppedBy"] = cycle::PlacementJson(*r->stopped_by, false, ProfileOf(in->config, set.pods[0].scheduler_name));
+      doc["stoppedBy"] = cycle::PlacementJson(*r->stopped_by, false, ProfileOf(in->config, in->pod->scheduler_name));
     }
     text = doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+  return Write(text, *common.out_file, who);
+}
+
+int Fits(int argc, char** argv) {
+  const char* who = "kplace whatif fits";
+  Flags flags("whatif fits",
+              "The nodes a pod passes PreFilter and Filter on (scheduler-library's CanSchedulePod), with every\n"
+              "other node's plugin and reason; --first-fit: the first node of --nodes' order (default: the\n"
+              "scheduler's scan order) that fits (Cluster Autoscaler's predicate check). Nothing is bound.");
+  Common common(flags);
+  std::string& pod_file = flags.String("pod", "", "the pod (a Pod, JSON or YAML; spec.nodeName unset)");
+  std::vector<std::string>& node_flags = flags.List("nodes", "candidate nodes, in order (repeatable, or comma-separated; default: every node in scan order)");
+  bool& first_fit = flags.Bool("first-fit", "stop at the first node that fits and write it alone");
+  if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
+  std::vector<std::string> nodes;
+  for (const std::string& n : node_flags) {
+    for (const std::string& part : std::vector<std::string>(absl::StrSplit(n, ',', absl::SkipEmpty()))) nodes.push_back(part);
+  }
+  int rc = 0;
+  std::unique_ptr<Loaded> in = Load(common, who, &pod_file, &rc);
+  if (!in) return rc;
+  std::string text;
+  if (first_fit) {
+    auto r = whatif::FirstFit(in->scheduler.get(), *in->pod, nodes);
+    if (!r.ok()) {
+      std::fprintf(stderr, "%s: %s\n", who, std::string(r.status().message()).c_str());
+      return 1;
+    }
+    text = in->table ? StrCat(r->value_or("(no node fits)"), "\n")
+                  : json{{"node", *r ? json(**r) : json(nullptr)}}.dump(2) + "\n";
+    return Write(text, *common.out_file, who);
+  }
+  auto r = whatif::CanSchedulePod(in->scheduler.get(), *in->pod, nodes);
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, std::string(r.status().message()).c_str());
+    return 1;
+  }
+  json fits = json::array(), rejected = json::array();
+  std::map<std::string, int64_t> reasons;
+  for (const cycle::NodeFit& f : *r) {
+    if (f.status.IsSuccess()) {
+      fits.push_back(f.node);
+      continue;
+    }
+    rejected.push_back({{"node", f.node}, {"plugin", f.plugin}, {"code", CodeName(f.status.code)}, {"reason", f.status.Message()}});
+    ++reasons[StrCat(f.plugin, ": ", f.status.Message())];
+  }
+  if (in->table) {
+    // A terminal line, not a wall of names: the first 20, then how many more.
+    text = StrCat("fits on ", fits.size(), " of ", r->size(), " node(s)", fits.empty() ? "" : ": ");
+    for (size_t k = 0; k < fits.size() && k < 20; ++k) text += StrCat(k ? ", " : "", fits[k].get<std::string>());
+    if (fits.size() > 20) text += StrCat(" and ", fits.size() - 20, " more (--output json lists them)");
+    text += "\n";
+    for (const auto& [reason, n] : reasons) text += StrCat("  ", n, " node(s): ", reason, "\n");
+  } else {
+    text = json{{"fits", fits}, {"rejected", rejected}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
   }
   return Write(text, *common.out_file, who);
 }
@@ -317,6 +395,7 @@ int RunWhatIf(int argc, char** argv) {
   if (question == "drain") return Drain(argc - 1, argv + 1, false);
   if (question == "consolidate") return Drain(argc - 1, argv + 1, true);
   if (question == "replicas") return Replicas(argc - 1, argv + 1);
+  if (question == "fits") return Fits(argc - 1, argv + 1);
   const bool help = question == "--help" || question == "-h" || question == "help";
   if (question.empty()) {
     std::fputs("kplace whatif: a question is required\n\n", stderr);

@@ -26,6 +26,7 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   absl::Status Init();
 
   Placement Schedule(const Pod& pod) override;
+  absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit) override;
   state::ClusterState& state() override { return state_; }
   const state::ClusterState& state() const override { return state_; }
   const SchedulerConfig& config() const override { return config_; }
@@ -69,6 +70,10 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch);
   std::vector<bool> NominatedFor(const Pod& pod) const;
   std::unique_ptr<ReferenceDryRunHost> MakeHost(size_t ev_index);
+  // Node i's status for `pod`: with the nominated pods that count there (`nominated_on`)
+  // through the reference's dry-run host (made once, into *host), else the evaluator's.
+  PluginStatus NodeStatus(const Pod& pod, Evaluator* ev, size_t ev_index, const std::vector<bool>& nominated_on,
+                          std::unique_ptr<ReferenceDryRunHost>* host, NodeIndex i, std::string* plugin);
   void Bind(const Pod& pod, NodeIndex host);
   void Explain(Explanation& ex, const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& s);
 

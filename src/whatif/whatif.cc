@@ -164,4 +164,18 @@ absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& 
   return out;
 }
 
+absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* scheduler, const Pod& pod,
+                                                           std::vector<std::string> candidates) {
+  if (candidates.empty()) candidates = scheduler->state().NodeOrder();
+  return scheduler->Filter(pod, candidates, /*first_fit=*/false);
+}
+
+absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
+                                                    std::vector<std::string> order) {
+  if (order.empty()) order = scheduler->state().NodeOrder();
+  KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler->Filter(pod, order, /*first_fit=*/true));
+  if (fits.empty() || !fits.back().status.IsSuccess()) return std::optional<std::string>();
+  return std::optional<std::string>(fits.back().node);
+}
+
 }  // namespace kplace::whatif

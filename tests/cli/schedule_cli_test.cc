@@ -147,6 +147,19 @@ TEST_F(ScheduleCliTest, WhatIfDrainConsolidateAndReplicas) {
   ASSERT_EQ(Run({"whatif", "replicas", "--cluster", cluster, "--pod", one, "--max", "2", "--output", "json"}, &out), 0);
   EXPECT_EQ(out["replicas"], 2);
   EXPECT_EQ(out["stoppedBy"], nullptr);
+  // Fits: a 1-CPU pod fits every node; a 3-CPU one none, each rejected by NodeResourcesFit.
+  ASSERT_EQ(Run({"whatif", "fits", "--cluster", cluster, "--pod", one, "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["fits"], json::array({"a", "b", "c"})) << out.dump();
+  EXPECT_EQ(out["rejected"], json::array());
+  const std::string three = Write("three.json", Pod("three", "3"));
+  ASSERT_EQ(Run({"whatif", "fits", "--cluster", cluster, "--pod", three, "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["fits"], json::array());
+  ASSERT_EQ(out["rejected"].size(), 3u);
+  EXPECT_EQ(out["rejected"][0], json::parse(R"({"node": "a", "plugin": "NodeResourcesFit", "code": "Unschedulable", "reason": "Insufficient cpu"})"));
+  ASSERT_EQ(Run({"whatif", "fits", "--cluster", cluster, "--pod", one, "--nodes", "c,a", "--first-fit", "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["node"], "c");
+  ASSERT_EQ(Run({"whatif", "fits", "--cluster", cluster, "--pod", three, "--first-fit", "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["node"], nullptr);
   // Mistakes: an unknown node or question, a missing flag.
   EXPECT_EQ(Run({"whatif", "drain", "--cluster", cluster, "--node", "nope"}, &out), 1);
   EXPECT_EQ(Run({"whatif", "drain", "--cluster", cluster}, &out), 2);

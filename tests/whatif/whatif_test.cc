@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -315,9 +318,99 @@ TEST(WhatIfTest, ReplicasEqualCopiesScheduledWithoutPreemption) {
       }
     }
   }
-  auto s = Make(MakeRandom(1, 5).cluster, false);
+  const Random small = MakeRandom(1, 5);  // outlives the scheduler over it
+  auto s = Make(small.cluster, false);
   EXPECT_TRUE(absl::IsInvalidArgument(Replicas(s.get(), MakePod("x", "n0", "1"), 3).status()));
   EXPECT_TRUE(absl::IsInvalidArgument(Replicas(s.get(), MakePod("x", "", "1"), 0).status()));
+}
+
+std::string Verdict(const cycle::NodeFit& f) {
+  return StrCat(f.node, ": ", CodeName(f.status.code), " ", f.status.Message(), " (", f.plugin, ")");
+}
+
+// CanSchedulePod's verdicts equal the cycle's for every node the cycle visits (its
+// explanation), the reference's for every node, and the cycle's choice is among the fits.
+TEST(WhatIfTest, CanSchedulePodAgreesWithTheCycleAndTheReferenceRandomized) {
+  int64_t fits = 0, rejected = 0, compared = 0;
+  for (int32_t size : {40, 150}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      Random rc = MakeRandom(seed * 17 + static_cast<uint64_t>(size), size);
+      std::vector<Pod> probes;
+      for (const std::string cpu : {"500m", "3", "7"}) probes.push_back(MakePod("probe-" + cpu, "", cpu));
+      for (size_t k = 0; k < 6 && k < rc.cluster.pods.size(); ++k) {
+        Pod like = rc.cluster.pods[k * 5 % rc.cluster.pods.size()];  // an existing pod's constraints
+        like.meta.name = StrCat("like-", k);
+        like.meta.uid.clear();
+        like.node_name.clear();
+        probes.push_back(like);
+      }
+      std::vector<std::vector<std::string>> sides;
+      for (bool reference : {false, true}) {
+        auto s = Make(rc.cluster, reference);
+        s->SetExplain(true);
+        const std::string before = StateOf(*s);
+        std::vector<std::string> lines;
+        for (const Pod& pod : probes) {
+          auto got = CanSchedulePod(s.get(), pod);
+          ASSERT_TRUE(got.ok()) << got.status();
+          ASSERT_EQ(got->size(), static_cast<size_t>(size));
+          std::map<std::string, const cycle::NodeFit*> by_node;
+          std::set<std::string> feasible;
+          for (const cycle::NodeFit& f : *got) {
+            by_node[f.node] = &f;
+            if (f.status.IsSuccess()) feasible.insert(f.node);
+            lines.push_back(Verdict(f));
+          }
+          fits += static_cast<int64_t>(feasible.size());
+          rejected += size - static_cast<int64_t>(feasible.size());
+          ASSERT_EQ(StateOf(*s), before);
+          // The cycle on the same state, undone.
+          ASSERT_TRUE(s->state().Begin().ok());
+          const cycle::Placement p = s->Schedule(pod);
+          ASSERT_TRUE(s->state().Revert().ok());
+          ASSERT_EQ(StateOf(*s), before);
+          if (p.node.empty()) {
+            EXPECT_TRUE(feasible.empty()) << pod.meta.name << ": " << p.message;
+          } else {
+            EXPECT_TRUE(feasible.count(p.node)) << pod.meta.name << " -> " << p.node;
+          }
+          ASSERT_NE(p.explanation, nullptr);
+          for (const cycle::NodeExplanation& n : p.explanation->nodes) {
+            if (!n.visited) continue;
+            const cycle::NodeFit& f = *by_node.at(n.node);
+            EXPECT_EQ(CodeName(f.status.code), CodeName(n.filter.code)) << pod.meta.name << " on " << n.node;
+            EXPECT_EQ(f.status.Message(), n.filter.Message()) << pod.meta.name << " on " << n.node;
+            EXPECT_EQ(f.plugin, n.filter_plugin) << pod.meta.name << " on " << n.node;
+            ++compared;
+          }
+          // FirstFit in reverse scan order: the last feasible node of the scan order.
+          std::vector<std::string> reversed = s->state().NodeOrder();
+          std::reverse(reversed.begin(), reversed.end());
+          auto first = FirstFit(s.get(), pod, reversed);
+          ASSERT_TRUE(first.ok()) << first.status();
+          std::optional<std::string> want;
+          for (const std::string& n : reversed) {
+            if (feasible.count(n)) {
+              want = n;
+              break;
+            }
+          }
+          EXPECT_EQ(*first, want) << pod.meta.name;
+        }
+        sides.push_back(lines);
+      }
+      EXPECT_EQ(sides[0], sides[1]) << "engine and reference differ: " << size << " nodes, seed " << seed;
+    }
+  }
+  EXPECT_GT(fits, 100);
+  EXPECT_GT(rejected, 100);
+  EXPECT_GT(compared, 200);
+  const Random small = MakeRandom(3, 5);  // outlives the scheduler over it
+  auto s = Make(small.cluster, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(CanSchedulePod(s.get(), MakePod("p", "", "1"), {"n0", "nope"}).status()));
+  Pod other = MakePod("p", "", "1");
+  other.scheduler_name = "batch";
+  EXPECT_TRUE(absl::IsInvalidArgument(CanSchedulePod(s.get(), other).status()));
 }
 
 }  // namespace

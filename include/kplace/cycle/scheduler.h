@@ -92,6 +92,13 @@ struct NodeExplanation {
   int64_t total = 0;
 };
 
+/** One node's Filter verdict for a pod (Scheduler::Filter). */
+struct NodeFit {
+  std::string node;
+  PluginStatus status;  // Success when the pod fits
+  std::string plugin;   // the plugin that rejected it (at PreFilter or Filter); "" when it fits
+};
+
 struct Explanation {
   std::vector<std::string> score_plugins;
   std::vector<int64_t> weights;
@@ -187,6 +194,15 @@ class Scheduler {
    *  and pods not tried yet keep attempts == 0. */
   std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending,
                                      const std::function<bool(const Placement&)>& each = {});
+  /** @brief PreFilter, then Filter on each of `nodes` (names, in the order given) as a
+   *  scheduling cycle filters them, pending pods nominated there counted
+   *  (RunFilterPluginsWithNominatedPods). With `first_fit`, stops after the first node that
+   *  fits (Cluster Autoscaler's predicate check). A node PreFilter rules out gets its
+   *  status. Nothing changes: no bind, the start index stays.
+   *  @return InvalidArgument for an unknown node, a pod no profile schedules, or a pod the
+   *  cluster holds bound already. */
+  virtual absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes,
+                                                      bool first_fit) = 0;
   /** Records `pod` as pending with the nomination in its status.nominatedNodeName (none:
    *  clears it). Schedule uses a pod's recorded nomination in place of its own status. */
   void Nominate(const Pod& pod) { state().Nominate(pod); }

@@ -60,4 +60,15 @@ struct ReplicasResult {
  *  pod or `max` < 1. */
 absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& pod, int64_t max);
 
+/** @brief Which of `candidates` (names; empty: every node in scan order) `pod` passes
+ *  PreFilter and Filter on, each node's verdict in the candidates' order
+ *  (scheduler-library's CanSchedulePod). Nothing changes. */
+absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* scheduler, const Pod& pod,
+                                                           std::vector<std::string> candidates = {});
+
+/** @brief The first node of `order` (names; empty: scan order) that `pod` passes Filter
+ *  on, Cluster Autoscaler's predicate check; nullopt when none. Nothing changes. */
+absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
+                                                    std::vector<std::string> order = {});
+
 }  // namespace kplace::whatif
