@@ -637,4 +637,39 @@ json PlacementState::Snapshot() const {
   return json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
 }
 
+absl::StatusOr<Pod> PlacementState::DecodeOnePod(std::string_view text) const {
+  KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, /*keep_json=*/false));
+  if (req.decoded.pods.size() != 1) {
+    return absl::InvalidArgumentError(StrCat("pod: expected one Pod, got ", req.decoded.pods.size()));
+  }
+  return std::move(req.decoded.pods[0]);
+}
+
+absl::StatusOr<whatif::DrainResult> PlacementState::Drain(const std::vector<std::string>& nodes, const Precondition& expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  if (nodes.empty()) return absl::InvalidArgumentError("nodes: at least one node to drain");
+  return whatif::Drain(scheduler_.get(), nodes);
+}
+
+absl::StatusOr<std::vector<whatif::DrainResult>> PlacementState::Consolidate(const std::vector<std::string>& candidates,
+                                                                             const Precondition& expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  return whatif::Consolidate(scheduler_.get(), candidates);
+}
+
+absl::StatusOr<whatif::ReplicasResult> PlacementState::Replicas(std::string_view pod, int64_t max, const Precondition& expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(Pod p, DecodeOnePod(pod));
+  return whatif::Replicas(scheduler_.get(), p, max);
+}
+
+absl::StatusOr<std::vector<cycle::NodeFit>> PlacementState::Fits(std::string_view pod, const std::vector<std::string>& nodes,
+                                                                 bool first_fit, const Precondition& expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(Pod p, DecodeOnePod(pod));
+  if (!first_fit) return whatif::CanSchedulePod(scheduler_.get(), p, nodes);
+  std::vector<std::string> order = nodes.empty() ? scheduler_->state().NodeOrder() : nodes;
+  return scheduler_->Filter(p, order, /*first_fit=*/true);
+}
+
 }  // namespace kplace::serve

@@ -95,6 +95,53 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req, v1::SnapshotResponse* resp) override {
     return Observed("Snapshot", [&] { return DoSnapshot(ctx, req, resp); });
   }
+  grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainResponse* resp) override {
+    return Observed("Drain", [&] {
+      return WhatIf(ctx, resp, [&] { return state_.Drain({req->nodes().begin(), req->nodes().end()}, Expected(*req)); },
+                    [&](const whatif::DrainResult& r) { FillDrain(r, resp->mutable_result()); });
+    });
+  }
+  grpc::Status Consolidate(grpc::ServerContext* ctx, const v1::ConsolidateRequest* req,
+                           v1::ConsolidateResponse* resp) override {
+    return Observed("Consolidate", [&] {
+      return WhatIf(ctx, resp,
+                    [&] { return state_.Consolidate({req->candidates().begin(), req->candidates().end()}, Expected(*req)); },
+                    [&](const std::vector<whatif::DrainResult>& all) {
+                      for (const whatif::DrainResult& r : all) FillDrain(r, resp->add_candidates());
+                    });
+    });
+  }
+  grpc::Status Replicas(grpc::ServerContext* ctx, const v1::ReplicasRequest* req, v1::ReplicasResponse* resp) override {
+    return Observed("Replicas", [&] {
+      return WhatIf(ctx, resp, [&] { return state_.Replicas(req->pod(), req->max(), Expected(*req)); }, [&](const whatif::ReplicasResult& r) {
+        resp->set_replicas(r.replicas);
+        for (const auto& [node, n] : r.per_node) (*resp->mutable_per_node())[node] = n;
+        if (r.stopped_by) FillPlacement(*r.stopped_by, resp->mutable_stopped_by());
+      });
+    });
+  }
+  grpc::Status Fits(grpc::ServerContext* ctx, const v1::FitsRequest* req, v1::FitsResponse* resp) override {
+    return Observed("Fits", [&] {
+      return WhatIf(ctx, resp,
+                    [&] {
+                      return state_.Fits(req->pod(), {req->nodes().begin(), req->nodes().end()}, req->first_fit(),
+                                         Expected(*req));
+                    },
+                    [&](const std::vector<cycle::NodeFit>& fits) {
+                      for (const cycle::NodeFit& f : fits) {
+                        if (f.status.IsSuccess()) {
+                          resp->add_fits(f.node);
+                          continue;
+                        }
+                        v1::NodeVerdict* v = resp->add_rejected();
+                        v->set_node(f.node);
+                        v->set_plugin(f.plugin);
+                        v->set_code(CodeName(f.status.code));
+                        v->set_reason(f.status.Message());
+                      }
+                    });
+    });
+  }
 
  private:
   // Every call is counted by its status code and timed, lock wait included.
@@ -209,9 +256,38 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
+  // A what-if's reply: its revision and instance (the state is as it was), then `fill`.
+  // Authorized, under the lock like every call: `compute` the answer, then `fill` the reply.
+  template <typename Response, typename Compute, typename F>
+  grpc::Status WhatIf(grpc::ServerContext* ctx, Response* resp, Compute&& compute, F&& fill) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto r = compute();
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(state_.revision());
+    resp->set_instance(state_.instance());
+    fill(*r);
+    return grpc::Status::OK;
+  }
+
+  static void FillDrain(const whatif::DrainResult& r, v1::DrainResult* out) {
+    for (const std::string& n : r.nodes) out->add_nodes(n);
+    out->set_drainable(r.drainable);
+    for (const cycle::Placement& p : r.pods) FillPlacement(p, out->add_pods());
+    for (const whatif::PdbViolation& v : r.pdb_violations) {
+      v1::PdbViolation* pv = out->add_pdb_violations();
+      pv->set_pdb(v.pdb);
+      pv->set_evicted(v.evicted);
+      pv->set_disruptions_allowed(v.allowed);
+    }
+  }
+
   static void Fill(const ScheduleResult& r, size_t k, v1::PodPlacement* out) {
-    const cycle::Placement& p = r.placements[k];
     if (k < r.explanations.size()) out->set_explanation(r.explanations[k]);
+    FillPlacement(r.placements[k], out);
+  }
+
+  static void FillPlacement(const cycle::Placement& p, v1::PodPlacement* out) {
     out->set_pod(p.pod);
     out->set_node(p.node);
     out->set_code(CodeName(p.code));

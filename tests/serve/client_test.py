@@ -294,6 +294,44 @@ class ServeTest(unittest.TestCase):
         for name in (b"kplace/v1/placement.proto", b"ScheduleRequest", b"expected_instance"):
             self.assertIn(name, described)
 
+    def test_what_ifs_leave_the_state_as_it_was(self):
+        # a: 4 CPUs, b: 2. p1 (3 CPUs) goes to a.
+        self.reset_small()
+        done = self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("p1", "3")]), mode=pb.COMMIT))
+        self.assertEqual(done.placements[0].node, "a")
+        rev, snap = self.snapshot()
+        drain = self.stub.Drain(pb.DrainRequest(nodes=["a"], expected_revision=rev))
+        self.assertEqual((drain.revision, list(drain.result.nodes), drain.result.drainable), (rev, ["a"], False))
+        self.assertEqual([(p.pod, p.node) for p in drain.result.pods], [("default/p1", "")])
+        self.assertIn("Insufficient cpu", drain.result.pods[0].message)
+        consolidate = self.stub.Consolidate(pb.ConsolidateRequest())
+        self.assertEqual([(list(c.nodes), c.drainable) for c in consolidate.candidates], [(["a"], False), (["b"], True)])
+        fits = self.stub.Fits(pb.FitsRequest(pod=json.dumps(pod("probe", "1"))))
+        self.assertEqual(list(fits.fits), ["a", "b"])
+        big = self.stub.Fits(pb.FitsRequest(pod=json.dumps(pod("probe", "3"))))
+        self.assertEqual(list(big.fits), [])
+        self.assertEqual([(v.node, v.plugin, v.code, v.reason) for v in big.rejected],
+                         [("a", "NodeResourcesFit", "Unschedulable", "Insufficient cpu"),
+                          # b's 2 CPUs could never hold 3: no preemption would help.
+                          ("b", "NodeResourcesFit", "UnschedulableAndUnresolvable", "Insufficient cpu")])
+        first = self.stub.Fits(pb.FitsRequest(pod=json.dumps(pod("probe", "1")), nodes=["b", "a"], first_fit=True))
+        self.assertEqual(list(first.fits), ["b"])
+        replicas = self.stub.Replicas(pb.ReplicasRequest(pod=json.dumps(pod("copy", "1")), max=10))
+        self.assertEqual((replicas.replicas, dict(replicas.per_node)), (3, {"a": 1, "b": 2}))
+        self.assertEqual((replicas.stopped_by.pod, replicas.stopped_by.node), ("default/copy-whatif-3", ""))
+        self.assertEqual(self.snapshot(), (rev, snap))
+        for call, req in ((self.stub.Drain, pb.DrainRequest(nodes=["nope"])),
+                          (self.stub.Drain, pb.DrainRequest()),
+                          (self.stub.Replicas, pb.ReplicasRequest(pod=json.dumps(pod("copy", "1")), max=0)),
+                          (self.stub.Fits, pb.FitsRequest(pod=listing([pod("x"), pod("y")])))):
+            with self.assertRaises(grpc.RpcError) as e:
+                call(req)
+            self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            self.stub.Fits(pb.FitsRequest(pod=json.dumps(pod("probe", "1")), expected_instance="0000000000000000"))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.FAILED_PRECONDITION)
+        self.assertEqual(self.snapshot(), (rev, snap))
+
     def test_health_and_concurrent_clients(self):
         health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
         self.assertEqual(health(b""), b"\x08\x01")  # status: SERVING

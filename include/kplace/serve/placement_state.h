@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/scheduler.h"
+#include "kplace/whatif/whatif.h"
 
 namespace kplace::serve {
 
@@ -89,6 +90,15 @@ class PlacementState {
    *  them, as if it were the only pending pod); the state does not change. */
   absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, const Precondition& expected, bool explain = false);
 
+  /** What-ifs on the current state (kplace/whatif/whatif.h), undone afterwards: the
+   *  state and revision do not change. `pod` is one pending Pod as Schedule reads pods. */
+  absl::StatusOr<whatif::DrainResult> Drain(const std::vector<std::string>& nodes, const Precondition& expected);
+  absl::StatusOr<std::vector<whatif::DrainResult>> Consolidate(const std::vector<std::string>& candidates,
+                                                               const Precondition& expected);
+  absl::StatusOr<whatif::ReplicasResult> Replicas(std::string_view pod, int64_t max, const Precondition& expected);
+  absl::StatusOr<std::vector<cycle::NodeFit>> Fits(std::string_view pod, const std::vector<std::string>& nodes,
+                                                   bool first_fit, const Precondition& expected);
+
   /** The objects now as one v1 List: nodes in node-tree order, then the other kinds as
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */
   nlohmann::json Snapshot() const;
@@ -138,6 +148,8 @@ class PlacementState {
   // Each placement as `kplace explain` writes it (cycle::PlacementJson), into out->explanations.
   void Explain(const std::vector<Pod>& pods, ScheduleResult* out) const;
   absl::StatusOr<RequestPods> DecodeRequest(std::string_view text, bool keep_json) const;
+  // The one pending pod of a what-if's request.
+  absl::StatusOr<Pod> DecodeOnePod(std::string_view text) const;
   // DecodeRequest for a JSON List, each distinct pod shape decoded once; nullopt when the
   // text is not such a List or anything in it is refused (DecodeRequest then decodes it
   // the general way, which names the error).
