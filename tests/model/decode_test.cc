@@ -632,5 +632,85 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
   EXPECT_TRUE(lenient.ok()) << lenient.status();
 }
 
+// Go's encoding/json (and so the API server) keeps the last value of a key given twice; every
+// JSON path does the same: simdjson on a whole object and on a split List, nlohmann's parser.
+TEST(DecodeTest, DuplicateKeysKeepTheLastValue) {
+  const std::string pod =
+      R"({"kind": "Node", "kind": "Pod", "metadata": {"name": "first", "namespace": "default", "name": "last",)"
+      R"( "labels": {"app": "a", "app": "b"}}, "spec": {"nodeName": "x"},)"
+      R"( "spec": {"priority": 1, "nodeSelector": {"zone": "z1", "zone": "z2"}, "priority": 7,)"
+      R"( "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "cpu": "3"}}}]}})";
+  const auto check = [](const ObjectSet& set, const std::string& path) {
+    ASSERT_EQ(set.pods.size(), 1u) << path;
+    const Pod& p = set.pods[0];
+    EXPECT_EQ(p.meta.name, "last") << path;
+    EXPECT_EQ(p.meta.labels, (std::map<std::string, std::string>{{"app", "b"}})) << path;
+    EXPECT_EQ(p.node_name, "") << path;
+    ASSERT_TRUE(p.priority.has_value()) << path;
+    EXPECT_EQ(*p.priority, 7) << path;
+    EXPECT_EQ(p.node_selector, (std::map<std::string, std::string>{{"zone", "z2"}})) << path;
+    ASSERT_EQ(p.containers.size(), 1u) << path;
+    EXPECT_EQ(p.containers[0].requests.at("cpu").MilliValue(), 3000) << path;
+  };
+  for (const std::string& text : {pod, R"({"kind": "List", "items": [)" + pod + "]}",
+                                  R"({"kind": "PodList", "items": [{"kind": "Node"}], "items": [)" + pod + "]}"}) {
+    ObjectSet simd;
+    absl::Status st = ::kplace::DecodeText(text, "dup.json", &simd);
+    ASSERT_TRUE(st.ok()) << st;
+    check(simd, "simdjson: " + text);
+    ObjectSet nl;
+    st = DecodeText(text, &nl, "dup.json");
+    ASSERT_TRUE(st.ok()) << st;
+    check(nl, "nlohmann: " + text);
+  }
+  // A list's kind given twice: the last says what its kind-less items are.
+  ObjectSet set;
+  ASSERT_TRUE(::kplace::DecodeText(R"({"kind": "PodList", "kind": "NodeList", "items": [{"metadata": {"name": "n1"}}]})",
+                                   "dup.json", &set).ok());
+  EXPECT_EQ(set.nodes.size(), 1u);
+  EXPECT_EQ(set.pods.size(), 0u);
+}
+
+// Items of a typed list that name no kind or apiVersion are of the list's: the kind of a
+// `*List` minus `List`, the list's apiVersion (which decides a resource.k8s.io object's shape).
+TEST(DecodeTest, ListItemsWithoutKindTakeTheListsKindAndVersion) {
+  const std::string claims =
+      R"({"kind": "ResourceClaimList", "apiVersion": "resource.k8s.io/v1beta1", "items": [{"metadata": {"name": "c", "namespace": "ml"},)"
+      R"( "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com"}]}}}]})";
+  const std::string nodes = R"({"kind": "NodeList", "apiVersion": "v1", "items": [{"metadata": {"name": "n1"}}, {"kind": null, "metadata": {"name": "n2"}}]})";
+  const std::string pods = R"({"kind": "PodList", "items": [{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}]})";
+  for (const bool simd : {true, false}) {
+    ObjectSet set;
+    for (const std::string& text : {claims, nodes, pods}) {
+      absl::Status st = simd ? ::kplace::DecodeText(text, "list.json", &set) : DecodeText(text, &set, "list.json");
+      ASSERT_TRUE(st.ok()) << st << " " << text;
+    }
+    ASSERT_EQ(set.resource_claims.size(), 1u);
+    ASSERT_EQ(set.resource_claims[0].requests.size(), 1u);
+    EXPECT_TRUE(set.resource_claims[0].requests[0].exactly);
+    EXPECT_EQ(set.resource_claims[0].requests[0].device_class_name, "gpu.example.com");
+    ASSERT_EQ(set.nodes.size(), 2u);
+    EXPECT_EQ(set.nodes[1].meta.name, "n2");
+    ASSERT_EQ(set.pods.size(), 1u);
+    EXPECT_EQ(ObjectKey(set.pods[0].meta), "default/p");
+  }
+  // A `List`'s items name their own kind; an item of another kind keeps its own version.
+  ObjectSet set;
+  absl::Status st = ::kplace::DecodeText(R"({"kind": "List", "apiVersion": "v1", "items": [{"metadata": {"name": "n1"}}]})", "l.json", &set);
+  EXPECT_EQ(std::string(st.message()), "l.json: object n1: kind: missing") << st;
+  json item = {{"metadata", {{"name", "n"}}}};
+  ImplyListItemType("NodeList", "v1", &item);
+  EXPECT_EQ(item, json({{"kind", "Node"}, {"apiVersion", "v1"}, {"metadata", {{"name", "n"}}}}));
+  json other = {{"kind", "ResourceClaim"}};
+  ImplyListItemType("PodList", "v1", &other);
+  EXPECT_EQ(other, json({{"kind", "ResourceClaim"}}));
+  json untyped = json::object();
+  ImplyListItemType("List", "v1", &untyped);
+  EXPECT_EQ(untyped, json::object());
+  EXPECT_EQ(ListItemKind("PodList"), std::optional<std::string>("Pod"));
+  EXPECT_EQ(ListItemKind("List"), std::optional<std::string>(""));
+  EXPECT_EQ(ListItemKind("Pod"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace kplace
