@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <optional>
 #include <functional>
-#include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -16,6 +14,8 @@
 #include "kplace/common/strings.h"
 #include "absl/time/time.h"
 #include "kplace/common/status.h"
+#include "kplace/model/input_file.h"
+#include "kplace/model/requests.h"
 #include "kplace/model/validation.h"
 #include "src/model/json_split.h"
 #include "src/model/json_view.h"
@@ -126,6 +126,10 @@ class Reader {
       if (!q) return Error(StrCat(p, ".", key), StrCat("invalid quantity \"", text, "\""));
       if (strict_ && q->nanos() < 0) {
         return Error(StrCat(p, ".", key), StrCat("Invalid value: \"", text, "\": must be greater than or equal to 0"));
+      }
+      // ValidateResourceQuantityValue: pods and extended resources count whole things.
+      if (strict_ && (key == "pods" || IsExtendedResourceName(key)) && q->nanos() % 1000000000 != 0) {
+        return Error(StrCat(p, ".", key), StrCat("Invalid value: \"", q->ToString(), "\": must be an integer"));
       }
       (*out)[std::string(key)] = *q;
       return absl::OkStatus();
@@ -510,6 +514,20 @@ absl::Status DecodePodStatus(const Reader& r, JsonView st, const std::string& p,
   });
 }
 
+// validateContainers and validateInitContainers: at least one container (spec null or
+// absent has none), and one name space for both lists, containers first.
+absl::Status ValidateContainerNames(const Reader& r, const Pod& pod) {
+  if (pod.containers.empty()) return r.Error("spec.containers", "Required value");
+  std::set<std::string_view> names;
+  for (const auto& [list, path] : {std::pair{&pod.containers, "spec.containers"}, std::pair{&pod.init_containers, "spec.initContainers"}}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string& name = (*list)[i].name;
+      if (!names.insert(name).second) return r.Error(StrCat(path, "[", i, "].name"), StrCat("Duplicate value: ", GoQuote(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p, Pod* pod) {
   KPLACE_RETURN_IF_ERROR(r.String(spec, "nodeName", p, &pod->node_name));
   KPLACE_RETURN_IF_ERROR(r.String(spec, "schedulerName", p, &pod->scheduler_name));
@@ -543,6 +561,7 @@ absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p,
   }));
   KPLACE_RETURN_IF_ERROR(r.StringMap(spec, "nodeSelector", p, &pod->node_selector));
   pod->node_selector_set = Reader::Has(spec, "nodeSelector");
+  if (r.strict()) KPLACE_RETURN_IF_ERROR(ValidateLabels(r, Reader::Join(p, "nodeSelector"), pod->node_selector));
   KPLACE_RETURN_IF_ERROR(r.Object(spec, "affinity", p, [&](JsonView a, const std::string& ap) {
     pod->affinity.emplace();
     return DecodeAffinity(r, a, ap, &*pod->affinity);
@@ -725,6 +744,7 @@ absl::StatusOr<Pod> DecodePod(JsonView j, std::string_view where, bool strict) {
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
     return DecodePodSpec(r, spec, p, &pod);
   }));
+  if (r.strict()) KPLACE_RETURN_IF_ERROR(ValidateContainerNames(r, pod));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](JsonView st, const std::string& p) {
     return DecodePodStatus(r, st, p, &pod);
   }));
@@ -1248,6 +1268,11 @@ absl::Status DecodeText(std::string_view text, bool padded, std::string_view fil
     }
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, file));
+  // Empty YAML documents between others are nothing; a file of nothing else (`null`, `---`)
+  // is no object, which kubectl and the API server refuse.
+  if (std::all_of(docs.begin(), docs.end(), [](const json& d) { return d.is_null(); })) {
+    return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got null"));
+  }
   for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, file, out, skipped, invalid));
   return absl::OkStatus();
 }
@@ -1260,27 +1285,9 @@ absl::Status DecodeText(std::string_view text, std::string_view file, ObjectSet*
 
 absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped,
                         std::vector<std::string>* invalid) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return absl::InvalidArgumentError(StrCat(path, ": is a directory, not a file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
-  std::string text;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size > 0) {
-    text.reserve(static_cast<size_t>(size) + simdjson::SIMDJSON_PADDING);
-    text.resize(static_cast<size_t>(size));
-    in.read(text.data(), size);
-    text.resize(static_cast<size_t>(in.gcount()));
-  } else {
-    std::stringstream buffer;  // a pipe: no size to ask
-    in.clear();
-    buffer << in.rdbuf();
-    text = buffer.str();
-    text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-  }
-  return DecodeText(text, /*padded=*/true, path, out, skipped, invalid);
+  static_assert(simdjson::SIMDJSON_PADDING <= kInputPadding, "DecodeText reads the padding ReadInputFile leaves");
+  KPLACE_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path));
+  return DecodeText(text, /*padded=*/true, path == "-" ? "stdin" : path, out, skipped, invalid);
 }
 
 // nlohmann values (conformance tables, bench templates, tests) reach the decoders as text
