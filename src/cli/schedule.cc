@@ -33,6 +33,7 @@
 #include "kplace/cycle/queue.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
 #include "kplace/model/input_file.h"
 #include "kplace/reference/plugin.h"
 #include "kplace/state/event.h"
@@ -252,6 +253,9 @@ absl::Status ReplayEvents(const std::string& file, const ObjectSet& cluster, con
   return absl::OkStatus();
 }
 
+// Nodes named one by one in a warning; the rest are counted.
+constexpr size_t kMaxNamedNodes = 10;
+
 // A --pods file holds pending pods and what they use (PodDisruptionBudgets, PriorityClasses,
 // resource.k8s.io objects). Nodes, namespaces, workloads and storage objects belong to the
 // cluster: one in `file` is an error, or with `invalid` (--skip-invalid) listed there and
@@ -437,12 +441,13 @@ int Schedule(int argc, char** argv, bool explain_command) {
   // `-` is stdin, which can be read once; its text stays for --output pods.
   std::string stdin_text;
   bool stdin_read = false;
+  DecodeNotes notes;
   auto decode_file = [&](const std::string& f, ObjectSet* set) -> absl::Status {
-    if (f != "-") return DecodeFile(f, set, &skipped, skip_invalid ? &invalid : nullptr);
+    if (f != "-") return DecodeFile(f, set, &skipped, skip_invalid ? &invalid : nullptr, &notes);
     if (stdin_read) return absl::InvalidArgumentError("-: stdin is given as a file twice");
     stdin_read = true;
     KPLACE_ASSIGN_OR_RETURN(stdin_text, ReadInputFile("-"));
-    return DecodeText(stdin_text, "stdin", set, &skipped, skip_invalid ? &invalid : nullptr);
+    return DecodeText(stdin_text, "stdin", set, &skipped, skip_invalid ? &invalid : nullptr, &notes);
   };
   for (const std::string& f : cluster_files) {
     const Counts before = counts(cluster);
@@ -452,6 +457,16 @@ int Schedule(int argc, char** argv, bool explain_command) {
       return 1;
     }
     if (!note_new(cluster, before, f)) return 1;
+  }
+  // The API server copies capacity into a node status without allocatable, and so does the
+  // decode; a snapshot like that is usually hand-written or trimmed, so say so.
+  const std::vector<std::string>& defaulted = notes.allocatable_from_capacity;
+  for (size_t i = 0; i < defaulted.size() && i < kMaxNamedNodes; ++i) {
+    std::fprintf(stderr, "%s: Node %s: status.allocatable missing; using status.capacity\n", who, defaulted[i].c_str());
+  }
+  if (defaulted.size() > kMaxNamedNodes) {
+    std::fprintf(stderr, "%s: %zu more Nodes without status.allocatable; using their status.capacity\n", who,
+                 defaulted.size() - kMaxNamedNodes);
   }
   // Pending pods: every pod without a node, from --pods and from the cluster files; the
   // raw JSON is kept for --output=pods.

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
 
 namespace kplace {
 
@@ -105,9 +106,10 @@ class JsonView {
 // The decoders over views (decode.h has them over nlohmann values). `default_kind` and
 // `default_version` are the kind and apiVersion of an object without them (the items of a
 // typed list such as PodList: ImplyListItemType).
+// `notes`: what was defaulted (decode_notes.h), when given.
 absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
                             std::vector<std::string>* invalid, std::string_view default_kind = "",
-                            std::string_view default_version = "");
+                            std::string_view default_version = "", DecodeNotes* notes = nullptr);
 absl::StatusOr<Node> DecodeNode(JsonView j, std::string_view where, bool strict = true);
 absl::StatusOr<Pod> DecodePod(JsonView j, std::string_view where, bool strict = true);
 absl::StatusOr<Workload> DecodeWorkload(JsonView j, std::string_view kind, std::string_view where);

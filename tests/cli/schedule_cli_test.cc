@@ -581,6 +581,21 @@ TEST_F(ScheduleCliTest, ClusterKindsInPodsAreRefused) {
   EXPECT_EQ(out["summary"]["nodes"], 1);
 }
 
+// A node status without allocatable has its capacity's, as the API server defaults it; the
+// CLI says which nodes those are.
+TEST_F(ScheduleCliTest, AllocatableDefaultsToCapacityWithAWarning) {
+  json out;
+  json bare = Node("b");
+  bare["status"] = {{"capacity", {{"cpu", "8"}, {"memory", "8Gi"}, {"pods", "110"}}}};
+  std::string nodes = Write("n.json", List(json::array({Node("a"), bare})));
+  std::string pods = Write("p.json", List(json::array({Pod("p", "6")})));
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(Run({"schedule", "--cluster", nodes, "--pods", pods}, &out), 0);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "kplace schedule: Node b: status.allocatable missing; using status.capacity\n");
+  EXPECT_EQ(out["placements"][0]["node"], "b");
+}
+
 TEST_F(ScheduleCliTest, FeatureGatesAreValidated) {
   json out;
   std::string nodes = Write("n.json", List(json::array({Node("a")})));

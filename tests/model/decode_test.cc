@@ -1,4 +1,5 @@
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
 
 #include "kplace/common/strings.h"
 
@@ -763,6 +764,36 @@ TEST(DecodeTest, PodsNeedContainersAndWholeCounts) {
   ASSERT_EQ(set.pods.size(), 1u);
   // Upstream's test tables never passed the API server: lenient decodes keep their pods.
   EXPECT_TRUE(DecodePod(json::parse(R"({"metadata": {"name": "p"}})"), "case", /*strict=*/false).ok());
+}
+
+// SetDefaults_NodeStatus: allocatable absent or null, with capacity set, is the capacity;
+// DecodeNotes names those nodes for the CLI's warning. An empty allocatable stays empty.
+TEST(DecodeTest, AllocatableDefaultsToCapacity) {
+  const std::string nodes =
+      R"({"kind": "List", "items": [)"
+      R"({"kind": "Node", "metadata": {"name": "absent"}, "status": {"capacity": {"cpu": "4", "pods": "10"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "null"}, "status": {"allocatable": null, "capacity": {"cpu": "2"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "empty"}, "status": {"allocatable": {}, "capacity": {"cpu": "2"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "set"}, "status": {"allocatable": {"cpu": "1"}, "capacity": {"cpu": "2"}}}]})";
+  // Split item by item, and whole (a top-level key with an escape is not split).
+  for (const std::string& text : {nodes, R"({"note\u0021": "", )" + nodes.substr(1)}) {
+    ObjectSet set;
+    DecodeNotes notes;
+    absl::Status st = ::kplace::DecodeText(text, "n.json", &set, nullptr, nullptr, &notes);
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_EQ(set.nodes.size(), 4u);
+    EXPECT_EQ(set.nodes[0].allocatable.at("pods").Value(), 10);
+    EXPECT_EQ(set.nodes[1].allocatable.at("cpu").Value(), 2);
+    EXPECT_TRUE(set.nodes[2].allocatable.empty());
+    EXPECT_EQ(set.nodes[3].allocatable.at("cpu").Value(), 1);
+    EXPECT_EQ(notes.allocatable_from_capacity, (std::vector<std::string>{"absent", "null"}));
+  }
+  ObjectSet set;
+  DecodeNotes notes;
+  ASSERT_TRUE(::kplace::DecodeText("kind: Node\nmetadata: {name: y}\nstatus: {capacity: {cpu: 3}}\n", "n.yaml", &set,
+                                   nullptr, nullptr, &notes).ok());
+  EXPECT_EQ(set.nodes[0].allocatable.at("cpu").Value(), 3);
+  EXPECT_EQ(notes.allocatable_from_capacity, (std::vector<std::string>{"y"}));
 }
 
 }  // namespace
