@@ -292,9 +292,9 @@ int Schedule(int argc, char** argv, bool explain_command) {
                   : "Reads a cluster snapshot (`kubectl get -o json|yaml` of nodes, pods, namespaces, services,\n"
                     "workloads, storage objects) and pending pods, schedules the pending pods in queue order with the\n"
                     "default profile or --config, and writes each placement (pod -> node, or the unschedulable message).");
-  auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; repeatable; - for stdin). Every input file is "
-                                              "read whole, at most 2 GiB; a named pipe no process writes to is refused after 30 s");
-  auto& pod_files = flags.List("pods", "pending pods file (repeatable; - for stdin): pods and the PodDisruptionBudgets, "
+  auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; - for stdin). Every input file is read whole, "
+                                              "at most 2 GiB; a named pipe no process writes to is refused after 30 s");
+  auto& pod_files = flags.List("pods", "pending pods file (- for stdin): pods and the PodDisruptionBudgets, "
                                        "PriorityClasses and resource.k8s.io objects they use; pods without spec.nodeName in "
                                        "--cluster are pending too");
   std::string& config_file = flags.String("config", "", "KubeSchedulerConfiguration file (default: the v1.37 default profile)");

@@ -45,9 +45,12 @@ int RunServe(int argc, char** argv) {
                             FileFlag{"--client-ca", client_ca, &options.client_ca}, FileFlag{"--token-file", token_file, &options.token}}) {
     if (f.path.empty()) continue;
     absl::StatusOr<std::string> text = ReadInputFile(f.path);
-    if (!text.ok() || text->empty()) {
-      std::fprintf(stderr, "kplace serve: %s %s: cannot read the file, or it is empty%s%s\n", f.flag, f.path.c_str(),
-                   text.ok() ? "" : ": ", text.ok() ? "" : std::string(text.status().message()).c_str());
+    if (!text.ok()) {
+      std::fprintf(stderr, "kplace serve: %s %s\n", f.flag, std::string(text.status().message()).c_str());
+      return 2;
+    }
+    if (text->empty()) {
+      std::fprintf(stderr, "kplace serve: %s %s: the file is empty\n", f.flag, f.path.c_str());
       return 2;
     }
     *f.into = std::move(*text);
