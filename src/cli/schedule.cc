@@ -196,16 +196,16 @@ void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options,
   std::fprintf(stderr, "%s: warning: default plugins not built in this kplace, left out: %s\n", who, names.c_str());
 }
 
-// Replays `file` (one watch event per line) through a scheduling queue over `scheduler`,
-// after the pending pods of the snapshot. Stops at the first bad event.
-absl::Status ReplayEvents(const std::string& file, const ObjectSet& cluster, const std::vector<Pod>& pending,
-                          cycle::Scheduler* scheduler, const char* who, std::vector<cycle::Placement>* placements,
-                          std::deque<Pod>* pods) {
-  // Read whole, within ReadInputFile's bounds, and streamed to the watch reader in place.
-  KPLACE_ASSIGN_OR_RETURN(std::string text_in, ReadInputFile(file));
+// Replays `*text` (`file`'s, one watch event per line) through a scheduling queue over
+// `scheduler`, after the pending pods of the snapshot. Stops at the first bad event.
+absl::Status ReplayEvents(const std::string& file, std::string* text_in, const ObjectSet& cluster,
+                          const std::vector<Pod>& pending, cycle::Scheduler* scheduler, const char* who,
+                          std::vector<cycle::Placement>* placements, std::deque<Pod>* pods) {
+  // The text read once (stdin cannot be read again for --verify's second run), streamed to
+  // the watch reader in place.
   struct ViewBuf : std::streambuf {
     explicit ViewBuf(std::string* s) { setg(s->data(), s->data(), s->data() + s->size()); }
-  } buf(&text_in);
+  } buf(text_in);
   std::istream in(&buf);
   cycle::SchedulingQueue queue(scheduler);
   for (const Pod& p : pending) {
@@ -493,6 +493,17 @@ int Schedule(int argc, char** argv, bool explain_command) {
     for (DeviceClass& c : set.device_classes) cluster.device_classes.push_back(std::move(c));
     for (ResourceSlice& sl : set.resource_slices) cluster.resource_slices.push_back(std::move(sl));
   }
+  std::string events_text;  // --events, read once
+  if (!events_file.empty()) {
+    absl::StatusOr<std::string> text = events_file == "-" && stdin_read
+                                           ? absl::InvalidArgumentError("--events -: stdin is already read by --cluster or --pods")
+                                           : ReadInputFile(events_file);
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s: %s\n", who, std::string(text.status().message()).c_str());
+      return 1;
+    }
+    events_text = std::move(*text);
+  }
   {
     std::vector<Pod> bound;
     for (Pod& p : cluster.pods) {
@@ -561,7 +572,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
                                            std::vector<cycle::Placement> out;
                                            std::deque<Pod> pods;
                                            KPLACE_RETURN_IF_ERROR(
-                                               ReplayEvents(events_file, cluster, pending, &s, who, &out, &pods));
+                                               ReplayEvents(events_file, &events_text, cluster, pending, &s, who, &out, &pods));
                                            return out;
                                          });
     if (!c.ok()) {
@@ -589,7 +600,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
       return 1;
     }
-    absl::Status replayed = ReplayEvents(events_file, cluster, pending, scheduler->get(), who, &placements, &event_pods);
+    absl::Status replayed = ReplayEvents(events_file, &events_text, cluster, pending, scheduler->get(), who, &placements, &event_pods);
     if (!replayed.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(replayed.message()).c_str());
       rc = 1;  // what was decided before the bad event is still written

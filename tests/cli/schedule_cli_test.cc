@@ -596,6 +596,29 @@ TEST_F(ScheduleCliTest, AllocatableDefaultsToCapacityWithAWarning) {
   EXPECT_EQ(out["placements"][0]["node"], "b");
 }
 
+// `-` is stdin, read once: pending pods from it, or watch events, which --verify replays
+// twice from the one reading.
+TEST_F(ScheduleCliTest, DashReadsStdinOnce) {
+  const std::string nodes = Write("n.json", List(json::array({Node("a")})));
+  json out;
+  ASSERT_EQ(testing::WithStdin(List(json::array({Pod("p", "1")})).dump(), [&] {
+              return Run({"schedule", "--cluster", nodes, "--pods", "-"}, &out);
+            }), 0);
+  EXPECT_EQ(out["placements"][0]["pod"], "default/p");
+  EXPECT_EQ(out["placements"][0]["node"], "a");
+  const std::string events = json{{"type", "ADDED"}, {"object", Pod("q", "1")}}.dump() + "\n";
+  ASSERT_EQ(testing::WithStdin(events, [&] { return Run({"schedule", "--cluster", nodes, "--events", "-", "--verify"}, &out); }), 0);
+  ASSERT_EQ(out["placements"].size(), 1u);
+  EXPECT_EQ(out["placements"][0]["pod"], "default/q");
+  EXPECT_EQ(out["placements"][0]["node"], "a");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(testing::WithStdin(List(json::array({Pod("p", "1")})).dump(), [&] {
+              return Run({"schedule", "--cluster", nodes, "--pods", "-", "--events", "-"}, &out);
+            }), 1);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("--events -: stdin is already read by --cluster or --pods"),
+            std::string::npos);
+}
+
 TEST_F(ScheduleCliTest, FeatureGatesAreValidated) {
   json out;
   std::string nodes = Write("n.json", List(json::array({Node("a")})));

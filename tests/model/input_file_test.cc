@@ -93,18 +93,7 @@ TEST_F(InputFileTest, NamedPipesNeedAWriter) {
 
 // ReadInputFile("-") with `text` on stdin (a pipe).
 absl::StatusOr<std::string> ReadStdin(const std::string& text, const InputLimits& limits) {
-  int fds[2];
-  if (::pipe(fds) != 0) return absl::InternalError("pipe");
-  const bool written = ::write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fds[1]);
-  const int saved = ::dup(STDIN_FILENO);
-  ::dup2(fds[0], STDIN_FILENO);
-  ::close(fds[0]);
-  absl::StatusOr<std::string> read = ReadInputFile("-", limits);
-  ::dup2(saved, STDIN_FILENO);
-  ::close(saved);
-  if (!written) return absl::InternalError("write");
-  return read;
+  return testing::WithStdin(text, [&] { return ReadInputFile("-", limits); });
 }
 
 TEST_F(InputFileTest, DashIsStdinWithTheSameLimit) {

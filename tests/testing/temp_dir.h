@@ -1,5 +1,5 @@
 #pragma once
-// A test fixture with a directory of its own, removed after the test.
+// A test fixture with a directory of its own, removed after the test; stdin from a string.
 #include <unistd.h>
 
 #include <filesystem>
@@ -25,5 +25,22 @@ class TempDirTest : public ::testing::Test {
  private:
   std::string prefix_;
 };
+
+/** Runs fn() with `text` on stdin (a pipe, closed after it), then puts stdin back. The text
+ *  must fit the pipe's buffer (64 KiB). */
+template <typename Fn>
+auto WithStdin(const std::string& text, Fn fn) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  EXPECT_EQ(::write(fds[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  ::close(fds[1]);
+  const int saved = ::dup(STDIN_FILENO);
+  ::dup2(fds[0], STDIN_FILENO);
+  ::close(fds[0]);
+  auto result = fn();
+  ::dup2(saved, STDIN_FILENO);
+  ::close(saved);
+  return result;
+}
 
 }  // namespace kplace::testing
