@@ -1,7 +1,6 @@
 #include "kplace/bench/perf_config.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -9,6 +8,7 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/input_file.h"
 
 namespace kplace::bench {
 namespace {
@@ -756,16 +756,7 @@ absl::StatusOr<Workload> Decode(const json& tc, const std::string& name, const s
 
 }  // namespace
 
-absl::StatusOr<std::string> ReadFileText(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return absl::NotFoundError(StrCat(path, ": cannot be read"));
-  std::string text;
-  char buf[65536];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
+absl::StatusOr<std::string> ReadFileText(const std::string& path) { return ReadInputFile(path); }
 
 bool IsPerfConfig(const json& doc) { return doc.is_array(); }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "kplace/common/strings.h"
 #include "kplace/conform/case.h"
 #include "kplace/conform/runner.h"
+#include "kplace/model/input_file.h"
 
 namespace kplace::cli {
 namespace {
@@ -49,8 +51,8 @@ absl::StatusOr<std::vector<std::string>> CollectCases(const std::vector<std::str
 
 // Waiver entries: the text before '#', trimmed; blank lines are skipped.
 absl::StatusOr<std::vector<std::string>> LoadWaivers(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open waiver file"));
+  KPLACE_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path));
+  std::istringstream in(text);
   std::vector<std::string> out;
   std::string line;
   while (std::getline(in, line)) {

@@ -33,6 +33,8 @@
 #include "kplace/cycle/queue.h"
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
+#include "kplace/model/input_file.h"
 #include "kplace/reference/plugin.h"
 #include "kplace/state/event.h"
 
@@ -194,15 +196,17 @@ void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options,
   std::fprintf(stderr, "%s: warning: default plugins not built in this kplace, left out: %s\n", who, names.c_str());
 }
 
-// Replays `file` (one watch event per line) through a scheduling queue over `scheduler`,
-// after the pending pods of the snapshot. Stops at the first bad event.
-absl::Status ReplayEvents(const std::string& file, const ObjectSet& cluster, const std::vector<Pod>& pending,
-                          cycle::Scheduler* scheduler, const char* who, std::vector<cycle::Placement>* placements,
-                          std::deque<Pod>* pods) {
-  std::ifstream in(file, std::ios::binary);
-  std::error_code ec;
-  if (std::filesystem::is_directory(file, ec)) return absl::InvalidArgumentError(StrCat(file, ": is a directory, not a file"));
-  if (!in) return absl::NotFoundError(StrCat(file, ": cannot open file"));
+// Replays `*text` (`file`'s, one watch event per line) through a scheduling queue over
+// `scheduler`, after the pending pods of the snapshot. Stops at the first bad event.
+absl::Status ReplayEvents(const std::string& file, std::string* text_in, const ObjectSet& cluster,
+                          const std::vector<Pod>& pending, cycle::Scheduler* scheduler, const char* who,
+                          std::vector<cycle::Placement>* placements, std::deque<Pod>* pods) {
+  // The text read once (stdin cannot be read again for --verify's second run), streamed to
+  // the watch reader in place.
+  struct ViewBuf : std::streambuf {
+    explicit ViewBuf(std::string* s) { setg(s->data(), s->data(), s->data() + s->size()); }
+  } buf(text_in);
+  std::istream in(&buf);
   cycle::SchedulingQueue queue(scheduler);
   for (const Pod& p : pending) {
     pods->push_back(p);
@@ -249,6 +253,34 @@ absl::Status ReplayEvents(const std::string& file, const ObjectSet& cluster, con
   return absl::OkStatus();
 }
 
+// Nodes named one by one in a warning; the rest are counted.
+constexpr size_t kMaxNamedNodes = 10;
+
+// A --pods file holds pending pods and what they use (PodDisruptionBudgets, PriorityClasses,
+// resource.k8s.io objects). Nodes, namespaces, workloads and storage objects belong to the
+// cluster: one in `file` is an error, or with `invalid` (--skip-invalid) listed there and
+// left out, instead of being dropped without a word.
+absl::Status LeaveOutClusterKinds(const std::string& file, ObjectSet* set, std::vector<std::string>* invalid) {
+  std::vector<std::string> found;
+  const auto refuse = [&](const std::string& kind, const ObjectMeta& meta) {
+    found.push_back(StrCat(file, ": ", kind, " ", meta.name.empty() ? "<unnamed>" : ObjectKey(meta), ": kind: a ", kind,
+                           " does not belong in --pods (pending pods and the PodDisruptionBudgets, PriorityClasses and "
+                           "resource.k8s.io objects they use); give it with --cluster"));
+  };
+  for (const Node& n : set->nodes) refuse("Node", n.meta);
+  for (const Namespace& n : set->namespaces) refuse("Namespace", n.meta);
+  for (const Workload& w : set->workloads) refuse(w.kind, w.meta);
+  for (const GenericObject& g : set->storage) refuse(g.kind, g.meta);
+  if (found.empty()) return absl::OkStatus();
+  if (!invalid) return absl::InvalidArgumentError(found[0]);
+  invalid->insert(invalid->end(), found.begin(), found.end());
+  set->nodes.clear();
+  set->namespaces.clear();
+  set->workloads.clear();
+  set->storage.clear();
+  return absl::OkStatus();
+}
+
 int Schedule(int argc, char** argv, bool explain_command) {
   const char* who = explain_command ? "kplace explain" : "kplace schedule";
   Flags flags(explain_command ? "explain" : "schedule",
@@ -260,8 +292,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
                   : "Reads a cluster snapshot (`kubectl get -o json|yaml` of nodes, pods, namespaces, services,\n"
                     "workloads, storage objects) and pending pods, schedules the pending pods in queue order with the\n"
                     "default profile or --config, and writes each placement (pod -> node, or the unschedulable message).");
-  auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; repeatable)");
-  auto& pod_files = flags.List("pods", "pending pods file (repeatable); pods without spec.nodeName in --cluster are pending too");
+  auto& cluster_files = flags.List("cluster", "cluster snapshot file (JSON or YAML; - for stdin). Every input file is read whole, "
+                                              "at most 2 GiB; a named pipe no process writes to is refused after 30 s");
+  auto& pod_files = flags.List("pods", "pending pods file (- for stdin): pods and the PodDisruptionBudgets, "
+                                       "PriorityClasses and resource.k8s.io objects they use; pods without spec.nodeName in "
+                                       "--cluster are pending too");
   std::string& config_file = flags.String("config", "", "KubeSchedulerConfiguration file (default: the v1.37 default profile)");
   std::string& output = flags.String(
       "output", explain_command ? "" : "json",
@@ -403,14 +438,35 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     return true;
   };
+  // `-` is stdin, which can be read once; its text stays for --output pods.
+  std::string stdin_text;
+  bool stdin_read = false;
+  DecodeNotes notes;
+  auto decode_file = [&](const std::string& f, ObjectSet* set) -> absl::Status {
+    if (f != "-") return DecodeFile(f, set, &skipped, skip_invalid ? &invalid : nullptr, &notes);
+    if (stdin_read) return absl::InvalidArgumentError("-: stdin is given as a file twice");
+    stdin_read = true;
+    KPLACE_ASSIGN_OR_RETURN(stdin_text, ReadInputFile("-"));
+    return DecodeText(stdin_text, "stdin", set, &skipped, skip_invalid ? &invalid : nullptr, &notes);
+  };
   for (const std::string& f : cluster_files) {
     const Counts before = counts(cluster);
-    absl::Status s = DecodeFile(f, &cluster, &skipped, skip_invalid ? &invalid : nullptr);
+    absl::Status s = decode_file(f, &cluster);
     if (!s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
     }
     if (!note_new(cluster, before, f)) return 1;
+  }
+  // The API server copies capacity into a node status without allocatable, and so does the
+  // decode; a snapshot like that is usually hand-written or trimmed, so say so.
+  const std::vector<std::string>& defaulted = notes.allocatable_from_capacity;
+  for (size_t i = 0; i < defaulted.size() && i < kMaxNamedNodes; ++i) {
+    std::fprintf(stderr, "%s: Node %s: status.allocatable missing; using status.capacity\n", who, defaulted[i].c_str());
+  }
+  if (defaulted.size() > kMaxNamedNodes) {
+    std::fprintf(stderr, "%s: %zu more Nodes without status.allocatable; using their status.capacity\n", who,
+                 defaulted.size() - kMaxNamedNodes);
   }
   // Pending pods: every pod without a node, from --pods and from the cluster files; the
   // raw JSON is kept for --output=pods.
@@ -418,7 +474,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::vector<json> pending_json;
   for (const std::string& f : pod_files) {
     ObjectSet set;
-    absl::Status s = DecodeFile(f, &set, &skipped, skip_invalid ? &invalid : nullptr);
+    absl::Status s = decode_file(f, &set);
+    if (s.ok()) s = LeaveOutClusterKinds(f, &set, skip_invalid ? &invalid : nullptr);
     if (!s.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(s.message()).c_str());
       return 1;
@@ -435,6 +492,17 @@ int Schedule(int argc, char** argv, bool explain_command) {
     for (ResourceClaimTemplate& t : set.resource_claim_templates) cluster.resource_claim_templates.push_back(std::move(t));
     for (DeviceClass& c : set.device_classes) cluster.device_classes.push_back(std::move(c));
     for (ResourceSlice& sl : set.resource_slices) cluster.resource_slices.push_back(std::move(sl));
+  }
+  std::string events_text;  // --events, read once
+  if (!events_file.empty()) {
+    absl::StatusOr<std::string> text = events_file == "-" && stdin_read
+                                           ? absl::InvalidArgumentError("--events -: stdin is already read by --cluster or --pods")
+                                           : ReadInputFile(events_file);
+    if (!text.ok()) {
+      std::fprintf(stderr, "%s: %s\n", who, std::string(text.status().message()).c_str());
+      return 1;
+    }
+    events_text = std::move(*text);
   }
   {
     std::vector<Pod> bound;
@@ -476,9 +544,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
       if (pod.ok()) by_key[ObjectKey(pod->meta)] = d;
     };
     for (const std::string& f : all_files) {
-      std::ifstream in(f);
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto docs = ParseDocuments(text, f);
+      auto text = f == "-" ? absl::StatusOr<std::string>(stdin_text) : ReadInputFile(f);
+      auto docs = text.ok() ? ParseDocuments(*text, f) : text.status();
       if (docs.ok()) for (const json& d : *docs) collect(d);
     }
     for (const Pod& p : pending) pending_json.push_back(by_key[ObjectKey(p.meta)]);
@@ -505,7 +572,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
                                            std::vector<cycle::Placement> out;
                                            std::deque<Pod> pods;
                                            KPLACE_RETURN_IF_ERROR(
-                                               ReplayEvents(events_file, cluster, pending, &s, who, &out, &pods));
+                                               ReplayEvents(events_file, &events_text, cluster, pending, &s, who, &out, &pods));
                                            return out;
                                          });
     if (!c.ok()) {
@@ -533,7 +600,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
       return 1;
     }
-    absl::Status replayed = ReplayEvents(events_file, cluster, pending, scheduler->get(), who, &placements, &event_pods);
+    absl::Status replayed = ReplayEvents(events_file, &events_text, cluster, pending, scheduler->get(), who, &placements, &event_pods);
     if (!replayed.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(replayed.message()).c_str());
       rc = 1;  // what was decided before the bad event is still written

@@ -1,9 +1,10 @@
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <string>
+#include <utility>
 
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
+#include "kplace/model/input_file.h"
 #include "kplace/serve/server.h"
 
 namespace kplace::cli {
@@ -43,14 +44,16 @@ int RunServe(int argc, char** argv) {
   for (const FileFlag& f : {FileFlag{"--tls-cert", tls_cert, &options.tls_cert}, FileFlag{"--tls-key", tls_key, &options.tls_key},
                             FileFlag{"--client-ca", client_ca, &options.client_ca}, FileFlag{"--token-file", token_file, &options.token}}) {
     if (f.path.empty()) continue;
-    std::ifstream in(f.path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in || text.str().empty()) {
-      std::fprintf(stderr, "kplace serve: %s %s: cannot read the file, or it is empty\n", f.flag, f.path.c_str());
+    absl::StatusOr<std::string> text = ReadInputFile(f.path);
+    if (!text.ok()) {
+      std::fprintf(stderr, "kplace serve: %s %s\n", f.flag, std::string(text.status().message()).c_str());
       return 2;
     }
-    *f.into = text.str();
+    if (text->empty()) {
+      std::fprintf(stderr, "kplace serve: %s %s: the file is empty\n", f.flag, f.path.c_str());
+      return 2;
+    }
+    *f.into = std::move(*text);
   }
   // A token is one line: surrounding whitespace (the file's newline) is not part of it.
   const size_t first = options.token.find_first_not_of(" \t\r\n"), last = options.token.find_last_not_of(" \t\r\n");

@@ -4,8 +4,6 @@
 #include "kplace/config/config.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +11,7 @@
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/input_file.h"
 #include "src/config/field_reader.h"
 
 namespace kplace {
@@ -413,11 +412,8 @@ absl::StatusOr<SchedulerConfig> DecodeSchedulerConfig(const nlohmann::json& doc,
 }
 
 absl::StatusOr<SchedulerConfig> LoadSchedulerConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(buffer.str(), path));
+  KPLACE_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path));
+  KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, path));
   const json* config = nullptr;
   for (const json& doc : docs) {
     // Other objects may share the file (a snapshot with its configuration).

@@ -1,10 +1,8 @@
 #include "kplace/conform/case.h"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +10,7 @@
 #include "kplace/common/strings.h"
 #include "kplace/config/config.h"
 #include "kplace/model/decode.h"
+#include "kplace/model/input_file.h"
 
 namespace kplace::conform {
 namespace {
@@ -692,11 +691,8 @@ absl::StatusOr<Case> DecodeCaseText(std::string_view text, std::string_view file
 }
 
 absl::StatusOr<Case> LoadCase(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return DecodeCaseText(buffer.str(), path);
+  KPLACE_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path));
+  return DecodeCaseText(text, path);
 }
 
 }  // namespace kplace::conform

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <optional>
 #include <functional>
-#include <sstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
@@ -16,6 +14,8 @@
 #include "kplace/common/strings.h"
 #include "absl/time/time.h"
 #include "kplace/common/status.h"
+#include "kplace/model/input_file.h"
+#include "kplace/model/requests.h"
 #include "kplace/model/validation.h"
 #include "src/model/json_split.h"
 #include "src/model/json_view.h"
@@ -126,6 +126,10 @@ class Reader {
       if (!q) return Error(StrCat(p, ".", key), StrCat("invalid quantity \"", text, "\""));
       if (strict_ && q->nanos() < 0) {
         return Error(StrCat(p, ".", key), StrCat("Invalid value: \"", text, "\": must be greater than or equal to 0"));
+      }
+      // ValidateResourceQuantityValue: pods and extended resources count whole things.
+      if (strict_ && (key == "pods" || IsExtendedResourceName(key)) && q->nanos() % 1000000000 != 0) {
+        return Error(StrCat(p, ".", key), StrCat("Invalid value: \"", q->ToString(), "\": must be an integer"));
       }
       (*out)[std::string(key)] = *q;
       return absl::OkStatus();
@@ -510,6 +514,20 @@ absl::Status DecodePodStatus(const Reader& r, JsonView st, const std::string& p,
   });
 }
 
+// validateContainers and validateInitContainers: at least one container (spec null or
+// absent has none), and one name space for both lists, containers first.
+absl::Status ValidateContainerNames(const Reader& r, const Pod& pod) {
+  if (pod.containers.empty()) return r.Error("spec.containers", "Required value");
+  std::set<std::string_view> names;
+  for (const auto& [list, path] : {std::pair{&pod.containers, "spec.containers"}, std::pair{&pod.init_containers, "spec.initContainers"}}) {
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string& name = (*list)[i].name;
+      if (!names.insert(name).second) return r.Error(StrCat(path, "[", i, "].name"), StrCat("Duplicate value: ", GoQuote(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p, Pod* pod) {
   KPLACE_RETURN_IF_ERROR(r.String(spec, "nodeName", p, &pod->node_name));
   KPLACE_RETURN_IF_ERROR(r.String(spec, "schedulerName", p, &pod->scheduler_name));
@@ -543,6 +561,7 @@ absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p,
   }));
   KPLACE_RETURN_IF_ERROR(r.StringMap(spec, "nodeSelector", p, &pod->node_selector));
   pod->node_selector_set = Reader::Has(spec, "nodeSelector");
+  if (r.strict()) KPLACE_RETURN_IF_ERROR(ValidateLabels(r, Reader::Join(p, "nodeSelector"), pod->node_selector));
   KPLACE_RETURN_IF_ERROR(r.Object(spec, "affinity", p, [&](JsonView a, const std::string& ap) {
     pod->affinity.emplace();
     return DecodeAffinity(r, a, ap, &*pod->affinity);
@@ -705,8 +724,9 @@ absl::StatusOr<Node> DecodeNode(JsonView j, std::string_view where, bool strict)
   KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](JsonView st, const std::string& p) -> absl::Status {
     KPLACE_RETURN_IF_ERROR(r.Resources(st, "allocatable", p, &node.allocatable));
     KPLACE_RETURN_IF_ERROR(r.Resources(st, "capacity", p, &node.capacity));
-    // The API server's defaulting (SetDefaults_NodeStatus): no allocatable means capacity.
-    if (!st.contains("allocatable")) node.allocatable = node.capacity;
+    // The API server's defaulting (SetDefaults_NodeStatus): no allocatable (absent or null)
+    // means capacity.
+    if (!Reader::Has(st, "allocatable")) node.allocatable = node.capacity;
     return r.Array(st, "images", p, [&](JsonView im, const std::string& ip) -> absl::Status {
       ContainerImage image;
       KPLACE_RETURN_IF_ERROR(r.StringList(im, "names", ip, &image.names));
@@ -725,6 +745,7 @@ absl::StatusOr<Pod> DecodePod(JsonView j, std::string_view where, bool strict) {
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
     return DecodePodSpec(r, spec, p, &pod);
   }));
+  if (r.strict()) KPLACE_RETURN_IF_ERROR(ValidateContainerNames(r, pod));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "status", "", [&](JsonView st, const std::string& p) {
     return DecodePodStatus(r, st, p, &pod);
   }));
@@ -749,6 +770,8 @@ absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(JsonView j, std::s
         return absl::OkStatus();
       }));
       std::sort(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end());
+      // A key given twice is one map entry, as Go decodes it.
+      pdb.disrupted_pods.erase(std::unique(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end()), pdb.disrupted_pods.end());
       return absl::OkStatus();
     });
   }));
@@ -770,9 +793,11 @@ namespace {
 
 // resource.k8s.io versions whose fields DynamicResources reads are the same (v1beta1 puts
 // exactly's deviceClassName on the request itself); `*v1beta1` says which shape to read.
-absl::Status ResourceApiVersion(const Reader& r, JsonView j, bool* v1beta1) {
+// `default_version`: the version of an object that names none (the items of a typed list).
+absl::Status ResourceApiVersion(const Reader& r, JsonView j, std::string_view default_version, bool* v1beta1) {
   std::string version;
   KPLACE_RETURN_IF_ERROR(r.String(j, "apiVersion", "", &version));
+  if (!j["apiVersion"].is_string()) version = std::string(default_version);
   *v1beta1 = version == "resource.k8s.io/v1beta1";
   if (version.empty() || version == "resource.k8s.io/v1" || version == "resource.k8s.io/v1beta2" || *v1beta1) {
     return absl::OkStatus();
@@ -782,9 +807,10 @@ absl::Status ResourceApiVersion(const Reader& r, JsonView j, bool* v1beta1) {
 }
 
 // The metadata and the version of a resource.k8s.io object.
-absl::Status ResourceMeta(const Reader& r, JsonView j, ObjectMeta* meta, bool namespaced, bool* v1beta1) {
+absl::Status ResourceMeta(const Reader& r, JsonView j, std::string_view default_version, ObjectMeta* meta, bool namespaced,
+                          bool* v1beta1) {
   KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, meta, namespaced, /*labels=*/true));
-  return ResourceApiVersion(r, j, v1beta1);
+  return ResourceApiVersion(r, j, default_version, v1beta1);
 }
 
 absl::Status RequiredString(const Reader& r, JsonView j, const char* key, std::string_view path, std::string* out) {
@@ -845,11 +871,11 @@ absl::Status OptionalNodeSelector(const Reader& r, JsonView j, const char* key, 
 
 }  // namespace
 
-absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where) {
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where, std::string_view default_version) {
   Reader r(Prefix(where, "ResourceClaim", j));
   ResourceClaim claim;
   bool v1beta1 = false;
-  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &claim.meta, /*namespaced=*/true, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, default_version, &claim.meta, /*namespaced=*/true, &v1beta1));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
     return r.Object(spec, "devices", p, [&](JsonView d, const std::string& dp) {
       return DecodeDeviceRequests(r, d, dp, v1beta1, &claim.requests);
@@ -879,11 +905,11 @@ absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view w
   return claim;
 }
 
-absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where) {
+absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where, std::string_view default_version) {
   Reader r(Prefix(where, "ResourceClaimTemplate", j));
   ResourceClaimTemplate t;
   bool v1beta1 = false;
-  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &t.meta, /*namespaced=*/true, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, default_version, &t.meta, /*namespaced=*/true, &v1beta1));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
     return r.Object(spec, "spec", p, [&](JsonView claim, const std::string& cp) {
       return r.Object(claim, "devices", cp, [&](JsonView d, const std::string& dp) {
@@ -894,22 +920,22 @@ absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, st
   return t;
 }
 
-absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where) {
+absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where, std::string_view default_version) {
   Reader r(Prefix(where, "DeviceClass", j));
   DeviceClass c;
   bool v1beta1 = false;
-  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &c.meta, /*namespaced=*/false, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, default_version, &c.meta, /*namespaced=*/false, &v1beta1));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) {
     return r.String(spec, "extendedResourceName", p, &c.extended_resource_name);
   }));
   return c;
 }
 
-absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where) {
+absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where, std::string_view default_version) {
   Reader r(Prefix(where, "ResourceSlice", j));
   ResourceSlice slice;
   bool v1beta1 = false;
-  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, &slice.meta, /*namespaced=*/false, &v1beta1));
+  KPLACE_RETURN_IF_ERROR(ResourceMeta(r, j, default_version, &slice.meta, /*namespaced=*/false, &v1beta1));
   KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) -> absl::Status {
     KPLACE_RETURN_IF_ERROR(RequiredString(r, spec, "driver", p, &slice.driver));
     KPLACE_RETURN_IF_ERROR(r.Object(spec, "pool", p, [&](JsonView pool, const std::string& pp) {
@@ -1000,21 +1026,31 @@ absl::StatusOr<GenericObject> DecodeGeneric(JsonView j, std::string_view kind, s
   return o;
 }
 
-namespace {
-// The kind of a list's items: "" for a List (each item names its own), "Pod" for a PodList;
-// nullopt when `kind` is not a list.
-std::optional<std::string> ListItemKind(const std::string& kind) {
+std::optional<std::string> ListItemKind(std::string_view kind) {
   if (kind == "List") return std::string();
-  if (kind.size() > 4 && kind.compare(kind.size() - 4, 4, "List") == 0) return kind.substr(0, kind.size() - 4);
+  if (kind.size() > 4 && kind.substr(kind.size() - 4) == "List") return std::string(kind.substr(0, kind.size() - 4));
   return std::nullopt;
 }
 
-absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view file, ObjectSet* out,
-                       SkippedKinds* skipped);
+void ImplyListItemType(std::string_view list_kind, std::string_view list_api_version, nlohmann::json* item) {
+  const std::optional<std::string> kind = ListItemKind(list_kind);
+  if (!kind || kind->empty() || !item->is_object()) return;
+  if (!item->contains("kind") || !(*item)["kind"].is_string()) (*item)["kind"] = *kind;
+  if ((*item)["kind"] != *kind) return;  // another kind: the list's version is not its
+  if ((!item->contains("apiVersion") || !(*item)["apiVersion"].is_string()) && !list_api_version.empty()) {
+    (*item)["apiVersion"] = list_api_version;
+  }
+}
+
+namespace {
+absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view default_version, std::string_view file,
+                       ObjectSet* out, SkippedKinds* skipped, DecodeNotes* notes);
+absl::StatusOr<JsonView> View(const json& j);
 }  // namespace
 
 absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
-                            std::vector<std::string>* invalid, std::string_view default_kind) {
+                            std::vector<std::string>* invalid, std::string_view default_kind,
+                            std::string_view default_version, DecodeNotes* notes) {
   if (doc.is_null()) return absl::OkStatus();  // an empty YAML document
   if (!doc.is_object()) {
     return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got ", doc.type_name()));
@@ -1024,11 +1060,14 @@ absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out,
     if (!doc["items"].is_array()) {
       return absl::InvalidArgumentError(StrCat(file, ": ", kind, ": items: expected a list"));
     }
+    // Items that name no kind or apiVersion are of the list's (ImplyListItemType).
+    const std::string version = doc["apiVersion"].is_string() ? std::string(doc["apiVersion"].str()) : std::string(default_version);
     return doc["items"].ForEachElement([&](size_t, JsonView item) {
-      return DecodeDocument(item, file, out, skipped, invalid, item.contains("kind") ? "" : *item_kind);
+      return DecodeDocument(item, file, out, skipped, invalid, *item_kind, version, notes);
     });
   }
-  absl::Status s = DecodeOne(doc, kind, file, out, skipped);
+  // The list's version is its items' only when they are of its kind (ImplyListItemType).
+  absl::Status s = DecodeOne(doc, kind, kind == default_kind ? default_version : "", file, out, skipped, notes);
   if (!s.ok() && invalid && absl::IsInvalidArgument(s)) {
     invalid->push_back(std::string(s.message()));
     return absl::OkStatus();
@@ -1038,10 +1077,14 @@ absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out,
 
 namespace {
 // One object (not a List) of `kind`.
-absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view file, ObjectSet* out,
-                       SkippedKinds* skipped) {
+absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view default_version, std::string_view file,
+                       ObjectSet* out, SkippedKinds* skipped, DecodeNotes* notes) {
   if (kind == "Node") {
     KPLACE_ASSIGN_OR_RETURN(Node n, DecodeNode(doc, file));
+    const JsonView status = doc["status"];
+    if (notes && !Reader::Has(status, "allocatable") && Reader::Has(status, "capacity")) {
+      notes->allocatable_from_capacity.push_back(n.meta.name);
+    }
     out->nodes.push_back(std::move(n));
   } else if (kind == "Pod") {
     KPLACE_ASSIGN_OR_RETURN(Pod p, DecodePod(doc, file));
@@ -1062,16 +1105,16 @@ absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view f
     KPLACE_ASSIGN_OR_RETURN(PriorityClass pc, DecodePriorityClass(doc, file));
     out->priority_classes.push_back(std::move(pc));
   } else if (kind == "ResourceClaim") {
-    KPLACE_ASSIGN_OR_RETURN(ResourceClaim c, DecodeResourceClaim(doc, file));
+    KPLACE_ASSIGN_OR_RETURN(ResourceClaim c, DecodeResourceClaim(doc, file, default_version));
     out->resource_claims.push_back(std::move(c));
   } else if (kind == "ResourceClaimTemplate") {
-    KPLACE_ASSIGN_OR_RETURN(ResourceClaimTemplate t, DecodeResourceClaimTemplate(doc, file));
+    KPLACE_ASSIGN_OR_RETURN(ResourceClaimTemplate t, DecodeResourceClaimTemplate(doc, file, default_version));
     out->resource_claim_templates.push_back(std::move(t));
   } else if (kind == "DeviceClass") {
-    KPLACE_ASSIGN_OR_RETURN(DeviceClass c, DecodeDeviceClass(doc, file));
+    KPLACE_ASSIGN_OR_RETURN(DeviceClass c, DecodeDeviceClass(doc, file, default_version));
     out->device_classes.push_back(std::move(c));
   } else if (kind == "ResourceSlice") {
-    KPLACE_ASSIGN_OR_RETURN(ResourceSlice sl, DecodeResourceSlice(doc, file));
+    KPLACE_ASSIGN_OR_RETURN(ResourceSlice sl, DecodeResourceSlice(doc, file, default_version));
     out->resource_slices.push_back(std::move(sl));
   } else if (kind == "KubeSchedulerConfiguration") {
     GenericObject o;
@@ -1150,8 +1193,9 @@ absl::Status Utf8Error(std::string_view text, std::string_view part, std::string
 
 // Items of a List split by SplitTopLevel, each parsed alone.
 absl::Status DecodeItems(std::string_view text, const std::string_view* items, size_t count,
-                         const std::string& item_kind, bool padded, std::string_view file, ObjectSet* out,
-                         SkippedKinds* skipped, std::vector<std::string>* invalid) {
+                         const std::string& list_kind, const std::string& list_version, bool padded, std::string_view file,
+                         ObjectSet* out, SkippedKinds* skipped, std::vector<std::string>* invalid, DecodeNotes* notes) {
+  const std::string item_kind = ListItemKind(list_kind).value_or("");
   simdjson::dom::parser parser;
   size_t largest = 0;
   for (size_t i = 0; i < count; ++i) largest = std::max(largest, items[i].size());
@@ -1160,8 +1204,7 @@ absl::Status DecodeItems(std::string_view text, const std::string_view* items, s
     simdjson::dom::element e;
     const simdjson::error_code err = parser.parse(items[i].data(), items[i].size(), !padded).get(e);
     if (!err) {
-      JsonView v(e);
-      KPLACE_RETURN_IF_ERROR(DecodeDocument(v, file, out, skipped, invalid, v.contains("kind") ? "" : item_kind));
+      KPLACE_RETURN_IF_ERROR(DecodeDocument(JsonView(e), file, out, skipped, invalid, item_kind, list_version, notes));
       continue;
     }
     // Numbers past uint64 go through nlohmann, which reads them as doubles (the decoders then
@@ -1175,8 +1218,9 @@ absl::Status DecodeItems(std::string_view text, const std::string_view* items, s
       return whole.ok() ? absl::InvalidArgumentError(StrCat(file, ": invalid JSON: ", simdjson::error_message(err)))
                         : whole.status();
     }
-    if (j.is_object() && !j.contains("kind") && !item_kind.empty()) j["kind"] = item_kind;
-    KPLACE_RETURN_IF_ERROR(DecodeDocument(j, file, out, skipped, invalid));
+    ImplyListItemType(list_kind, list_version, &j);
+    KPLACE_ASSIGN_OR_RETURN(const JsonView v, View(j));
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(v, file, out, skipped, invalid, "", "", notes));
   }
   return absl::OkStatus();
 }
@@ -1185,29 +1229,30 @@ absl::Status DecodeItems(std::string_view text, const std::string_view* items, s
 // this is not a List; nothing was decoded, the caller parses the whole text.
 std::optional<absl::Status> DecodeSplitList(std::string_view text, const TopLevelSpans& spans, bool padded,
                                             std::string_view file, ObjectSet* out, SkippedKinds* skipped,
-                                            std::vector<std::string>* invalid) {
-  std::string kind;
+                                            std::vector<std::string>* invalid, DecodeNotes* notes) {
+  std::string kind, version;
   {
     simdjson::dom::parser parser;
     for (const auto& [key, value] : spans.fields) {
       simdjson::dom::element e;
       if (parser.parse(value.data(), value.size(), !padded).get(e)) return std::nullopt;
-      if (key == "kind" && e.is_string()) kind = std::string(e.get_string().value_unsafe());
+      // A key given twice: the last one counts.
+      if (key == "kind") kind = e.is_string() ? std::string(e.get_string().value_unsafe()) : "";
+      if (key == "apiVersion") version = e.is_string() ? std::string(e.get_string().value_unsafe()) : "";
     }
   }
-  const std::optional<std::string> item_kind = ListItemKind(kind);
-  if (!item_kind) return std::nullopt;
+  if (!ListItemKind(kind)) return std::nullopt;
   // Room for every item as a pod and as a node: pages never written are never resident, and
   // no vector of 100,000 pods is copied while it grows. (Decoding parts of the list on two
   // threads was measured no faster on this 2-core machine and took 30% more memory.)
   out->pods.reserve(out->pods.size() + spans.items.size());
   out->nodes.reserve(out->nodes.size() + spans.items.size());
-  return DecodeItems(text, spans.items.data(), spans.items.size(), *item_kind, padded, file, out, skipped, invalid);
+  return DecodeItems(text, spans.items.data(), spans.items.size(), kind, version, padded, file, out, skipped, invalid, notes);
 }
 
 // `padded`: `text` may be read simdjson::SIMDJSON_PADDING bytes past its end (saves a copy).
 absl::Status DecodeText(std::string_view text, bool padded, std::string_view file, ObjectSet* out,
-                        SkippedKinds* skipped, std::vector<std::string>* invalid) {
+                        SkippedKinds* skipped, std::vector<std::string>* invalid, DecodeNotes* notes) {
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) {
     return absl::InvalidArgumentError(StrCat(file, ": empty file: no Kubernetes objects"));
@@ -1218,51 +1263,51 @@ absl::Status DecodeText(std::string_view text, bool padded, std::string_view fil
     // decoders always saw them.
     TopLevelSpans spans;
     if (SplitTopLevel(text, &spans) && spans.has_items) {
-      std::optional<absl::Status> s = DecodeSplitList(text, spans, padded, file, out, skipped, invalid);
+      std::optional<absl::Status> s = DecodeSplitList(text, spans, padded, file, out, skipped, invalid, notes);
       if (s) return *s;
     }
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     if (!parser.allocate(text.size(), kMaxNestingDepth)) {
       const simdjson::error_code err = parser.parse(text.data(), text.size(), !padded).get(root);
-      if (!err) return DecodeDocument(JsonView(root), file, out, skipped, invalid);
+      if (!err) return DecodeDocument(JsonView(root), file, out, skipped, invalid, "", "", notes);
       if (err == simdjson::UTF8_ERROR) return Utf8Error(text, text, file);
     }
   }
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, file));
-  for (const json& doc : docs) KPLACE_RETURN_IF_ERROR(DecodeDocument(doc, file, out, skipped, invalid));
+  // Empty YAML documents between others are nothing; a file of nothing else (`null`, `---`)
+  // is no object, which kubectl and the API server refuse.
+  if (std::all_of(docs.begin(), docs.end(), [](const json& d) { return d.is_null(); })) {
+    return absl::InvalidArgumentError(StrCat(file, ": expected a Kubernetes object, got null"));
+  }
+  for (const json& doc : docs) {
+    KPLACE_ASSIGN_OR_RETURN(const JsonView v, View(doc));
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(v, file, out, skipped, invalid, "", "", notes));
+  }
   return absl::OkStatus();
 }
 }  // namespace
 
 absl::Status DecodeText(std::string_view text, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
                         std::vector<std::string>* invalid) {
-  return DecodeText(text, /*padded=*/false, file, out, skipped, invalid);
+  return DecodeText(text, /*padded=*/false, file, out, skipped, invalid, nullptr);
+}
+
+absl::Status DecodeText(std::string_view text, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
+                        std::vector<std::string>* invalid, DecodeNotes* notes) {
+  return DecodeText(text, /*padded=*/false, file, out, skipped, invalid, notes);
+}
+
+absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped, std::vector<std::string>* invalid,
+                        DecodeNotes* notes) {
+  static_assert(simdjson::SIMDJSON_PADDING <= kInputPadding, "DecodeText reads the padding ReadInputFile leaves");
+  KPLACE_ASSIGN_OR_RETURN(const std::string text, ReadInputFile(path));
+  return DecodeText(text, /*padded=*/true, path == "-" ? "stdin" : path, out, skipped, invalid, notes);
 }
 
 absl::Status DecodeFile(const std::string& path, ObjectSet* out, SkippedKinds* skipped,
                         std::vector<std::string>* invalid) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return absl::InvalidArgumentError(StrCat(path, ": is a directory, not a file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(StrCat(path, ": cannot open file"));
-  std::string text;
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size > 0) {
-    text.reserve(static_cast<size_t>(size) + simdjson::SIMDJSON_PADDING);
-    text.resize(static_cast<size_t>(size));
-    in.read(text.data(), size);
-    text.resize(static_cast<size_t>(in.gcount()));
-  } else {
-    std::stringstream buffer;  // a pipe: no size to ask
-    in.clear();
-    buffer << in.rdbuf();
-    text = buffer.str();
-    text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-  }
-  return DecodeText(text, /*padded=*/true, path, out, skipped, invalid);
+  return DecodeFile(path, out, skipped, invalid, nullptr);
 }
 
 // nlohmann values (conformance tables, bench templates, tests) reach the decoders as text

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
 
 namespace kplace {
 
@@ -52,13 +53,17 @@ class JsonView {
   uint64_t uint64() const { return e_.get_uint64().value_unsafe(); }
   double number() const { return e_.get_double().value_unsafe(); }
 
-  /** The field `key` of an object; a null view when absent or not an object. */
+  /** The field `key` of an object; a null view when absent or not an object. A key given
+   *  more than once has its last value, as Go's encoding/json (and so the API server) reads
+   *  it; simdjson's at_key would give the first. */
   JsonView operator[](std::string_view key) const {
-    simdjson::dom::element v;
     if (!is_object()) return JsonView();
+    JsonView found;
     const simdjson::dom::object object = e_.get_object().value_unsafe();
-    if (object.at_key(key).get(v)) return JsonView();
-    return JsonView(v);
+    for (simdjson::dom::key_value_pair kv : object) {
+      if (kv.key == key) found = JsonView(kv.value);
+    }
+    return found;
   }
   bool contains(std::string_view key) const { return (*this)[key].set_; }
 
@@ -98,10 +103,13 @@ class JsonView {
 };
 #pragma GCC diagnostic pop
 
-// The decoders over views (decode.h has them over nlohmann values). `default_kind` is the
-// kind of an object without one (the items of a typed list such as PodList).
+// The decoders over views (decode.h has them over nlohmann values). `default_kind` and
+// `default_version` are the kind and apiVersion of an object without them (the items of a
+// typed list such as PodList: ImplyListItemType).
+// `notes`: what was defaulted (decode_notes.h), when given.
 absl::Status DecodeDocument(JsonView doc, std::string_view file, ObjectSet* out, SkippedKinds* skipped,
-                            std::vector<std::string>* invalid, std::string_view default_kind = "");
+                            std::vector<std::string>* invalid, std::string_view default_kind = "",
+                            std::string_view default_version = "", DecodeNotes* notes = nullptr);
 absl::StatusOr<Node> DecodeNode(JsonView j, std::string_view where, bool strict = true);
 absl::StatusOr<Pod> DecodePod(JsonView j, std::string_view where, bool strict = true);
 absl::StatusOr<Workload> DecodeWorkload(JsonView j, std::string_view kind, std::string_view where);
@@ -109,9 +117,9 @@ absl::StatusOr<Namespace> DecodeNamespace(JsonView j, std::string_view where);
 absl::StatusOr<GenericObject> DecodeGeneric(JsonView j, std::string_view kind, std::string_view where);
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(JsonView j, std::string_view where);
 absl::StatusOr<PriorityClass> DecodePriorityClass(JsonView j, std::string_view where);
-absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where);
-absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where);
-absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where);
-absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where);
+absl::StatusOr<ResourceClaim> DecodeResourceClaim(JsonView j, std::string_view where, std::string_view default_version = "");
+absl::StatusOr<ResourceClaimTemplate> DecodeResourceClaimTemplate(JsonView j, std::string_view where, std::string_view default_version = "");
+absl::StatusOr<DeviceClass> DecodeDeviceClass(JsonView j, std::string_view where, std::string_view default_version = "");
+absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view where, std::string_view default_version = "");
 
 }  // namespace kplace

@@ -37,19 +37,33 @@ std::string PodKey(const json& o) {
 
 bool IsPod(const json& o) { return o.contains("kind") && o["kind"] == "Pod"; }
 
-// The objects of `text` one by one (Lists opened), each with its place for errors.
-absl::StatusOr<std::vector<std::pair<json, std::string>>> Items(std::string_view text, const std::string& what) {
+std::string StringField(const json& o, const char* key) {
+  return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+// The objects of `text` one by one (Lists opened), each with its place for errors. An item
+// that names no kind or apiVersion has its list's (a NodeList's items are v1 Nodes); one
+// that still names no kind is a `default_kind` (v1) when that is given.
+absl::StatusOr<std::vector<std::pair<json, std::string>>> Items(std::string_view text, const std::string& what,
+                                                                 std::string_view default_kind = "") {
   KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(text, what));
   std::vector<std::pair<json, std::string>> out;
   for (size_t d = 0; d < docs.size(); ++d) {
     json& doc = docs[d];
     if (doc.is_object() && doc.contains("items") && doc["items"].is_array()) {
+      const std::string kind = StringField(doc, "kind"), version = StringField(doc, "apiVersion");
       json& list = doc["items"];
       out.reserve(out.size() + list.size());
-      for (size_t i = 0; i < list.size(); ++i) out.emplace_back(std::move(list[i]), StrCat(what, ": items[", i, "]"));
+      for (size_t i = 0; i < list.size(); ++i) {
+        ImplyListItemType(kind, version, &list[i]);
+        out.emplace_back(std::move(list[i]), StrCat(what, ": items[", i, "]"));
+      }
     } else if (!doc.is_null()) {
       out.emplace_back(std::move(doc), docs.size() == 1 ? what : StrCat(what, ": document ", d + 1));
     }
+  }
+  if (!default_kind.empty()) {
+    for (auto& [item, where] : out) ImplyListItemType(StrCat(default_kind, "List"), "v1", &item);
   }
   return out;
 }
@@ -327,7 +341,7 @@ absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::s
     if (std::optional<RequestPods> fast = DecodeRequestByShape(text, keep_json)) return std::move(*fast);
   }
   int64_t decoded = 0;
-  KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods"));
+  KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods", "Pod"));
   RequestPods out;
   out.decoded.pods.reserve(items.size());
   std::map<std::string, std::string> named;  // member -> where its reference was read

@@ -178,7 +178,7 @@ std::string_view Unquoted(std::string_view token) { return token.substr(1, token
 bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
   const size_t start = s->pos;
   std::optional<std::string_view> name, uid, node_name, created;
-  bool metadata = false, spec = false;
+  bool metadata = false, spec = false, created_seen = false;
   // One of the three values: a plain string token, once.
   const auto cut = [&](std::optional<std::string_view>* into) {
     std::string_view token;
@@ -193,7 +193,12 @@ bool PodShapeKeyer::KeyAt(Scanner* s, PodCuts* cuts) {
       return s->Object([&](std::string_view k) {
         if (k == "name") return cut(&name);
         if (k == "uid") return cut(&uid);
-        if (k == "creationTimestamp" && s->At('"')) return cut(&created);
+        if (k == "creationTimestamp") {
+          // Given twice, the decode keeps the last (as Go does): not a text to key.
+          if (created_seen) return false;
+          created_seen = true;
+          if (s->At('"')) return cut(&created);
+        }
         return s->Value();
       });
     }

@@ -41,7 +41,7 @@ class PodShapeKeyer {
   /** @brief Keys `text`, one JSON object (whitespace around it allowed): true, with key()
    *  and `*cuts` set, when its "metadata" and "spec" each appear at most once (metadata
    *  at least), metadata's "name" once as a non-empty string, "uid" and spec's "nodeName"
-   *  at most once as strings, each of the three a plain JSON string (no escape, no control
+   *  at most once as strings, "creationTimestamp" at most once, each of the three a plain JSON string (no escape, no control
    *  character, valid UTF-8), and no key on the way has an escape. False otherwise (the
    *  text is then decoded on its own). */
   bool Key(std::string_view text, PodCuts* cuts);

@@ -228,7 +228,7 @@ TEST(WorkloadTest, BadExtensionsNameTheField) {
     EXPECT_TRUE(docs.ok()) << docs.status();
     return DecodeWorkloadSpec((*docs)[0], "w.yaml");
   };
-  const std::string pod = "measured: {count: 1, template: {}}\n";
+  const std::string pod = "measured: {count: 1, template: {spec: {containers: [{name: c}]}}}\n";
   EXPECT_EQ(parse("name: x\nnodes: {count: 1}\n" + pod + "extra: 1\n").status().message(),
             "w.yaml: extra: unknown field");
   EXPECT_EQ(parse("name: x\nnodes: [{count: 1, tmpl: {}}]\n" + pod).status().message(),

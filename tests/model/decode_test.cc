@@ -1,4 +1,5 @@
 #include "kplace/model/decode.h"
+#include "kplace/model/decode_notes.h"
 
 #include "kplace/common/strings.h"
 
@@ -215,6 +216,7 @@ items:
   - kind: Pod
     metadata: {name: p}
     spec:
+      containers: [{name: c}]
       schedulingGates: [{name: example.com/quota}, {name: example.com/gang}]
       resourceClaims: [{name: gpu, resourceClaimName: gpu-claim}, {name: t, resourceClaimTemplateName: tmpl}]
 )";
@@ -241,7 +243,7 @@ TEST(DecodeTest, PreemptionFieldsPdbsAndPriorityClasses) {
 apiVersion: v1
 kind: Pod
 metadata: {name: victim, namespace: jobs, uid: u-1, deletionTimestamp: "2024-01-02T03:04:05Z"}
-spec: {nodeName: n1, priority: -5, preemptionPolicy: Never}
+spec: {nodeName: n1, priority: -5, preemptionPolicy: Never, containers: [{name: c}]}
 status:
   nominatedNodeName: n2
   startTime: "2024-01-02T03:04:05.5Z"
@@ -288,9 +290,9 @@ TEST(DecodeTest, BadPreemptionFieldsNameTheField) {
     const char* want;
   };
   const Bad cases[] = {
-      {"kind: Pod\nmetadata: {name: p}\nspec: {preemptionPolicy: Sometimes}",
+      {"kind: Pod\nmetadata: {name: p}\nspec: {preemptionPolicy: Sometimes, containers: [{name: c}]}",
        "pods.yaml: Pod default/p: spec.preemptionPolicy: Unsupported value: \"Sometimes\""},
-      {"kind: Pod\nmetadata: {name: p}\nstatus: {startTime: yesterday}",
+      {"kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\nstatus: {startTime: yesterday}",
        "pods.yaml: Pod default/p: status.startTime: invalid time \"yesterday\""},
       {"kind: PodDisruptionBudget\nmetadata: {name: b}\nstatus: {disruptionsAllowed: -1}",
        "pods.yaml: PodDisruptionBudget default/b: status.disruptionsAllowed: must be greater than or equal to 0"},
@@ -347,7 +349,7 @@ spec: {driver: gpu.example.com, pool: {name: n1, generation: 1, resourceSliceCou
 ---
 kind: Pod
 metadata: {name: p, namespace: ml}
-spec: {resourceClaims: [{name: g, resourceClaimTemplateName: tmpl}, {name: h, resourceClaimTemplateName: tmpl}]}
+spec: {containers: [{name: c}], resourceClaims: [{name: g, resourceClaimTemplateName: tmpl}, {name: h, resourceClaimTemplateName: tmpl}]}
 status: {resourceClaimStatuses: [{name: g, resourceClaimName: p-g-x7k2q}, {name: h}]}
 )";
   ObjectSet set;
@@ -420,7 +422,7 @@ TEST(DecodeTest, BadResourceFieldsNameTheField) {
       {"kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: g}]}",
        "pods.yaml: Pod default/p: spec.resourceClaims[0]: Invalid value: must specify one of: `resourceClaimName`, "
        "`resourceClaimTemplateName`"},
-      {"kind: Pod\nmetadata: {name: p}\nstatus: {resourceClaimStatuses: [{name: g, resourceClaimName: 7}]}",
+      {"kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\nstatus: {resourceClaimStatuses: [{name: g, resourceClaimName: 7}]}",
        "pods.yaml: Pod default/p: status.resourceClaimStatuses[0].resourceClaimName: expected a string, got number"},
   };
   for (const Bad& b : cases) {
@@ -605,7 +607,7 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
             "p.json: Pod team.a/p: metadata.namespace: Invalid value: \"team.a\": a lowercase RFC 1123 label must "
             "consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
             "character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
-  st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "web-0.x", "namespace": "team-a"}})", &set, "p.json");
+  st = DecodeText(R"({"kind": "Pod", "metadata": {"name": "web-0.x", "namespace": "team-a"}, "spec": {"containers": [{"name": "c"}]}})", &set, "p.json");
   EXPECT_TRUE(st.ok()) << st;
   // An unterminated YAML quote: yaml-cpp folds the next lines into the name, which the name
   // rule then refuses (it used to become the pod's name).
@@ -630,6 +632,168 @@ TEST(DecodeTest, ValuesTheApiServerRejects) {
   // Upstream's test tables bypass the API server: the same values decode when not strict.
   auto lenient = DecodePod(json::parse(pod + R"({"tolerations": [{"operator": "Equal", "value": "v"}]}})"), "t", false);
   EXPECT_TRUE(lenient.ok()) << lenient.status();
+}
+
+// Go's encoding/json (and so the API server) keeps the last value of a key given twice; every
+// JSON path does the same: simdjson on a whole object and on a split List, nlohmann's parser.
+TEST(DecodeTest, DuplicateKeysKeepTheLastValue) {
+  const std::string pod =
+      R"({"kind": "Node", "kind": "Pod", "metadata": {"name": "first", "namespace": "default", "name": "last",)"
+      R"( "labels": {"app": "a", "app": "b"}}, "spec": {"nodeName": "x"},)"
+      R"( "spec": {"priority": 1, "nodeSelector": {"zone": "z1", "zone": "z2"}, "priority": 7,)"
+      R"( "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "cpu": "3"}}}]}})";
+  const auto check = [](const ObjectSet& set, const std::string& path) {
+    ASSERT_EQ(set.pods.size(), 1u) << path;
+    const Pod& p = set.pods[0];
+    EXPECT_EQ(p.meta.name, "last") << path;
+    EXPECT_EQ(p.meta.labels, (std::map<std::string, std::string>{{"app", "b"}})) << path;
+    EXPECT_EQ(p.node_name, "") << path;
+    ASSERT_TRUE(p.priority.has_value()) << path;
+    EXPECT_EQ(*p.priority, 7) << path;
+    EXPECT_EQ(p.node_selector, (std::map<std::string, std::string>{{"zone", "z2"}})) << path;
+    ASSERT_EQ(p.containers.size(), 1u) << path;
+    EXPECT_EQ(p.containers[0].requests.at("cpu").MilliValue(), 3000) << path;
+  };
+  for (const std::string& text : {pod, R"({"kind": "List", "items": [)" + pod + "]}",
+                                  R"({"kind": "PodList", "items": [{"kind": "Node"}], "items": [)" + pod + "]}"}) {
+    ObjectSet simd;
+    absl::Status st = ::kplace::DecodeText(text, "dup.json", &simd);
+    ASSERT_TRUE(st.ok()) << st;
+    check(simd, "simdjson: " + text);
+    ObjectSet nl;
+    st = DecodeText(text, &nl, "dup.json");
+    ASSERT_TRUE(st.ok()) << st;
+    check(nl, "nlohmann: " + text);
+  }
+  // A list's kind given twice: the last says what its kind-less items are.
+  ObjectSet set;
+  ASSERT_TRUE(::kplace::DecodeText(R"({"kind": "PodList", "kind": "NodeList", "items": [{"metadata": {"name": "n1"}}]})",
+                                   "dup.json", &set).ok());
+  EXPECT_EQ(set.nodes.size(), 1u);
+  EXPECT_EQ(set.pods.size(), 0u);
+}
+
+// Items of a typed list that name no kind or apiVersion are of the list's: the kind of a
+// `*List` minus `List`, the list's apiVersion (which decides a resource.k8s.io object's shape).
+TEST(DecodeTest, ListItemsWithoutKindTakeTheListsKindAndVersion) {
+  const std::string claims =
+      R"({"kind": "ResourceClaimList", "apiVersion": "resource.k8s.io/v1beta1", "items": [{"metadata": {"name": "c", "namespace": "ml"},)"
+      R"( "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com"}]}}}]})";
+  const std::string nodes = R"({"kind": "NodeList", "apiVersion": "v1", "items": [{"metadata": {"name": "n1"}}, {"kind": null, "metadata": {"name": "n2"}}]})";
+  const std::string pods = R"({"kind": "PodList", "items": [{"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}]})";
+  for (const bool simd : {true, false}) {
+    ObjectSet set;
+    for (const std::string& text : {claims, nodes, pods}) {
+      absl::Status st = simd ? ::kplace::DecodeText(text, "list.json", &set) : DecodeText(text, &set, "list.json");
+      ASSERT_TRUE(st.ok()) << st << " " << text;
+    }
+    ASSERT_EQ(set.resource_claims.size(), 1u);
+    ASSERT_EQ(set.resource_claims[0].requests.size(), 1u);
+    EXPECT_TRUE(set.resource_claims[0].requests[0].exactly);
+    EXPECT_EQ(set.resource_claims[0].requests[0].device_class_name, "gpu.example.com");
+    ASSERT_EQ(set.nodes.size(), 2u);
+    EXPECT_EQ(set.nodes[1].meta.name, "n2");
+    ASSERT_EQ(set.pods.size(), 1u);
+    EXPECT_EQ(ObjectKey(set.pods[0].meta), "default/p");
+  }
+  // A `List`'s items name their own kind; an item of another kind keeps its own version.
+  ObjectSet set;
+  absl::Status st = ::kplace::DecodeText(R"({"kind": "List", "apiVersion": "v1", "items": [{"metadata": {"name": "n1"}}]})", "l.json", &set);
+  EXPECT_EQ(std::string(st.message()), "l.json: object n1: kind: missing") << st;
+  json item = {{"metadata", {{"name", "n"}}}};
+  ImplyListItemType("NodeList", "v1", &item);
+  EXPECT_EQ(item, json({{"kind", "Node"}, {"apiVersion", "v1"}, {"metadata", {{"name", "n"}}}}));
+  json other = {{"kind", "ResourceClaim"}};
+  ImplyListItemType("PodList", "v1", &other);
+  EXPECT_EQ(other, json({{"kind", "ResourceClaim"}}));
+  json untyped = json::object();
+  ImplyListItemType("List", "v1", &untyped);
+  EXPECT_EQ(untyped, json::object());
+  EXPECT_EQ(ListItemKind("PodList"), std::optional<std::string>("Pod"));
+  EXPECT_EQ(ListItemKind("List"), std::optional<std::string>(""));
+  EXPECT_EQ(ListItemKind("Pod"), std::nullopt);
+}
+
+// What the API server's validation refuses beyond the fields above: a pod needs a container,
+// container names are one name space across containers and initContainers, nodeSelector is
+// labels, pods and extended resources are whole numbers, and a file of `null` holds no object.
+TEST(DecodeTest, PodsNeedContainersAndWholeCounts) {
+  struct Bad {
+    std::string text, want;
+  };
+  const std::string pod = R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": )";
+  const Bad cases[] = {
+      {pod + R"({"containers": []}})", "p.json: Pod default/p: spec.containers: Required value"},
+      {pod + "null}", "p.json: Pod default/p: spec.containers: Required value"},
+      {R"({"kind": "Pod", "metadata": {"name": "p"}})", "p.json: Pod default/p: spec.containers: Required value"},
+      {pod + R"({"containers": [{"name": "c"}, {"name": "d"}, {"name": "c"}]}})",
+       "p.json: Pod default/p: spec.containers[2].name: Duplicate value: \"c\""},
+      {pod + R"({"containers": [{"name": "c"}], "initContainers": [{"name": "i"}, {"name": "c"}]}})",
+       "p.json: Pod default/p: spec.initContainers[1].name: Duplicate value: \"c\""},
+      {pod + R"({"containers": [{"name": "c"}], "nodeSelector": {"a/b/c": "x"}}})",
+       "p.json: Pod default/p: spec.nodeSelector: Invalid value: \"a/b/c\": a qualified name must consist of"},
+      {pod + R"({"containers": [{"name": "c"}], "nodeSelector": {"": "x"}}})",
+       "p.json: Pod default/p: spec.nodeSelector: Invalid value: \"\": name part must be non-empty"},
+      {pod + R"({"containers": [{"name": "c"}], "nodeSelector": {"zone": ")" + std::string(64, 'z') + R"("}}})",
+       "p.json: Pod default/p: spec.nodeSelector: Invalid value: \"" + std::string(64, 'z') + "\": must be no more than 63 characters"},
+      {pod + R"({"containers": [{"name": "c"}], "nodeSelector": {"zone": "a b"}}})",
+       "p.json: Pod default/p: spec.nodeSelector: Invalid value: \"a b\": a valid label must be"},
+      {pod + R"({"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "0.5"}}}]}})",
+       "p.json: Pod default/p: spec.containers[0].resources.requests.example.com/gpu: Invalid value: \"500m\": must be an integer"},
+      {R"({"kind": "Node", "metadata": {"name": "n"}, "status": {"allocatable": {"pods": "1.5"}}})",
+       "p.json: Node n: status.allocatable.pods: Invalid value: \"1500m\": must be an integer"},
+      {R"({"kind": "Node", "metadata": {"name": "n"}, "status": {"capacity": {"cpu": "1.5", "pods": 2.5}}})",
+       "p.json: Node n: status.capacity.pods: Invalid value: \"2500m\": must be an integer"},
+      {"null", "p.json: expected a Kubernetes object, got null"},
+      {"---\nnull\n---\n", "p.json: expected a Kubernetes object, got null"},
+  };
+  for (const Bad& b : cases) {
+    ObjectSet set;
+    absl::Status st = ::kplace::DecodeText(b.text, "p.json", &set);
+    ASSERT_FALSE(st.ok()) << b.text;
+    EXPECT_EQ(std::string(st.message()).rfind(b.want, 0), 0u) << st << "\n" << b.text;
+  }
+  // What the same rules let through: a fractional cpu, whole extended resources, an empty
+  // nodeSelector value, containers named apart, an empty document between objects.
+  ObjectSet set;
+  absl::Status st = ::kplace::DecodeText(
+      "---\n---\n" + pod + R"({"nodeSelector": {"example.com/zone": ""}, "initContainers": [{"name": "i"}],)"
+      R"( "containers": [{"name": "c", "resources": {"requests": {"cpu": "1.5", "example.com/gpu": "2"}}}]}})",
+      "p.yaml", &set);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(set.pods.size(), 1u);
+  // Upstream's test tables never passed the API server: lenient decodes keep their pods.
+  EXPECT_TRUE(DecodePod(json::parse(R"({"metadata": {"name": "p"}})"), "case", /*strict=*/false).ok());
+}
+
+// SetDefaults_NodeStatus: allocatable absent or null, with capacity set, is the capacity;
+// DecodeNotes names those nodes for the CLI's warning. An empty allocatable stays empty.
+TEST(DecodeTest, AllocatableDefaultsToCapacity) {
+  const std::string nodes =
+      R"({"kind": "List", "items": [)"
+      R"({"kind": "Node", "metadata": {"name": "absent"}, "status": {"capacity": {"cpu": "4", "pods": "10"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "null"}, "status": {"allocatable": null, "capacity": {"cpu": "2"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "empty"}, "status": {"allocatable": {}, "capacity": {"cpu": "2"}}},)"
+      R"({"kind": "Node", "metadata": {"name": "set"}, "status": {"allocatable": {"cpu": "1"}, "capacity": {"cpu": "2"}}}]})";
+  // Split item by item, and whole (a top-level key with an escape is not split).
+  for (const std::string& text : {nodes, R"({"note\u0021": "", )" + nodes.substr(1)}) {
+    ObjectSet set;
+    DecodeNotes notes;
+    absl::Status st = ::kplace::DecodeText(text, "n.json", &set, nullptr, nullptr, &notes);
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_EQ(set.nodes.size(), 4u);
+    EXPECT_EQ(set.nodes[0].allocatable.at("pods").Value(), 10);
+    EXPECT_EQ(set.nodes[1].allocatable.at("cpu").Value(), 2);
+    EXPECT_TRUE(set.nodes[2].allocatable.empty());
+    EXPECT_EQ(set.nodes[3].allocatable.at("cpu").Value(), 1);
+    EXPECT_EQ(notes.allocatable_from_capacity, (std::vector<std::string>{"absent", "null"}));
+  }
+  ObjectSet set;
+  DecodeNotes notes;
+  ASSERT_TRUE(::kplace::DecodeText("kind: Node\nmetadata: {name: y}\nstatus: {capacity: {cpu: 3}}\n", "n.yaml", &set,
+                                   nullptr, nullptr, &notes).ok());
+  EXPECT_EQ(set.nodes[0].allocatable.at("cpu").Value(), 3);
+  EXPECT_EQ(notes.allocatable_from_capacity, (std::vector<std::string>{"y"}));
 }
 
 }  // namespace

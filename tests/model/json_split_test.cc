@@ -78,7 +78,7 @@ json RandomList(std::mt19937* rng, int n, bool typed) {
       o = {{"kind", "Node"},
            {"metadata", {{"name", StrCat("node-", i)}, {"labels", {{"topology.kubernetes.io/zone", StrCat("z", pick(3))}}}}},
            {"spec", {{"taints", {{{"key", "t"}, {"value", "x\\y"}, {"effect", "NoSchedule"}}}}}},
-           {"status", {{"allocatable", {{"cpu", pick(64)}, {"memory", "64Gi"}, {"pods", 0.5 + pick(100)}}},
+           {"status", {{"allocatable", {{"cpu", 0.5 + pick(64)}, {"memory", "64Gi"}, {"pods", pick(100)}}},
                        {"images", {{{"names", {"img:1", "\u00e9t\u00e9"}}, {"sizeBytes", pick(1 << 30)}}}}}}};
     } else if (kind == 3) {
       o = {{"kind", "Service"}, {"metadata", {{"name", name}}}, {"spec", {{"selector", {{"app", "v1"}}}}}};

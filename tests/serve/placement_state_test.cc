@@ -409,5 +409,60 @@ TEST(PlacementStateTest, ShapeDecodeAppliesAsTheGeneralDecode) {
             Describe(general.Schedule(List({Replica("z", "6")}), true, std::nullopt)));
 }
 
+// A key given twice keeps its last value, as the API server reads it and as `kplace schedule`
+// does (DecodeTest.DuplicateKeysKeepTheLastValue has the same pod), on both request decodes.
+TEST(PlacementStateTest, DuplicateKeysKeepTheLastValue) {
+  const std::string pod =
+      R"({"kind": "Node", "kind": "Pod", "metadata": {"name": "first", "namespace": "default", "name": "last"},)"
+      R"( "spec": {"nodeName": "x"}, "spec": {"nodeSelector": {"kubernetes.io/hostname": "a", "kubernetes.io/hostname": "b"},)"
+      R"( "containers": [{"name": "c", "resources": {"requests": {"cpu": "9", "cpu": "1"}}}]}})";
+  for (const bool shapes : {true, false}) {
+    PlacementState s;
+    s.set_shape_decode(shapes);
+    ASSERT_TRUE(s.Reset(List({NodeJson("a", "4"), NodeJson("b", "4")}), "").ok());
+    for (const std::string& text : {pod, List({pod, PodJson("other", "1")})}) {
+      auto r = s.Schedule(text, true, std::nullopt);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_GE(r->placements.size(), 1u);
+      EXPECT_EQ(r->placements[0].pod, "default/last") << text;
+      EXPECT_EQ(r->placements[0].node, "b") << r->placements[0].message;
+    }
+  }
+}
+
+// Items without kind or apiVersion take their list's (a NodeList's items are v1 Nodes), as
+// `kplace schedule` reads them (DecodeTest.ListItemsWithoutKindTakeTheListsKindAndVersion);
+// a request's pod that names no kind is a Pod.
+TEST(PlacementStateTest, ListItemsWithoutKindAreOfTheList) {
+  // NodeJson and PodJson without their leading apiVersion and kind.
+  const auto bare = [](const std::string& text) { return "{" + text.substr(text.find(R"("metadata")")); };
+  ASSERT_EQ(bare(NodeJson("a", "4")).rfind(R"({"metadata":{"name":"a")", 0), 0u);
+  for (const bool shapes : {true, false}) {
+    PlacementState s;
+    s.set_shape_decode(shapes);
+    auto r = s.Reset(StrCat(R"({"kind":"NodeList","apiVersion":"v1","items":[)", bare(NodeJson("a", "4")), ",",
+                            bare(NodeJson("b", "2")), "]}"),
+                     "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->nodes, 2);
+    EXPECT_EQ(Names(s.Snapshot(), "Node"), (std::vector<std::string>{"a", "b"}));
+    for (const auto& o : s.Snapshot()["items"]) EXPECT_EQ(o["apiVersion"], "v1") << o;
+    const std::string pod = bare(PodJson("p", "3"));
+    for (const std::string& text : {StrCat(R"({"kind":"PodList","apiVersion":"v1","items":[)", pod, "]}"), List({pod}), pod}) {
+      auto placed = s.Schedule(text, false, std::nullopt);
+      ASSERT_TRUE(placed.ok()) << placed.status() << " " << text;
+      ASSERT_EQ(placed->placements.size(), 1u);
+      EXPECT_EQ(placed->placements[0].pod, "default/p");
+      EXPECT_EQ(placed->placements[0].node, "a");
+      EXPECT_EQ(Names(s.Snapshot(), "Pod"), (std::vector<std::string>{"p@a"}));
+      ASSERT_TRUE(s.Apply({StrCat(R"({"type":"DELETED","object":)", PodJson("p", "3", "a"), "}")}, std::nullopt).ok());
+    }
+    // A NodeList's items are Nodes, whatever the call: not pods to schedule.
+    auto nodes = s.Evaluate(StrCat(R"({"kind":"NodeList","items":[)", bare(NodeJson("c", "1")), "]}"), std::nullopt);
+    ASSERT_FALSE(nodes.ok());
+    EXPECT_EQ(std::string(nodes.status().message()), "pods: items[0]: kind: expected a Pod or a PodGroup");
+  }
+}
+
 }  // namespace
 }  // namespace kplace::serve

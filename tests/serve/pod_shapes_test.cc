@@ -82,6 +82,8 @@ TEST(PodShapesTest, OnlyPlainStringsAreCut) {
            std::string(R"({"kind":"Pod","metadata":{"name":"p","uid":null},"spec":{}})"),  // uid not a string
            std::string(R"({"kind":"Pod","metadata":{"namespace":"d"},"spec":{}})"),        // no name
            std::string(R"({"kind":"Pod","metadata":{"name":"p"},"metadata":{"name":"p"}})"),  // metadata twice
+           // creationTimestamp twice: the decode keeps the last, null here, not the cut string
+           std::string(R"({"kind":"Pod","metadata":{"name":"p","creationTimestamp":"2026-12-01T10:00:00Z","creationTimestamp":null}})"),
            std::string(R"({"kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":1}})"),    // nodeName a number
            std::string(R"({"kind":"Pod","metadata":{"name":"p"}} x)"),                        // text after it
            std::string(R"({"kind":"Pod","metadata":{"name":"p")"),                           // cut short

@@ -2,6 +2,7 @@
 // Decoding of Kubernetes objects from JSON and multi-document YAML.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,17 @@ absl::Status DecodeText(std::string_view text, std::string_view file, ObjectSet*
  *  does not parse still ends it. */
 absl::Status DecodeDocument(const nlohmann::json& doc, std::string_view file, ObjectSet* out,
                             SkippedKinds* skipped = nullptr, std::vector<std::string>* invalid = nullptr);
+
+/** @brief The kind of a list's items when they name none: the kind of a `*List` minus `List`
+ *  (`PodList` -> "Pod"), "" for a `List` (each item names its own); nullopt when `kind` is
+ *  not a list. */
+std::optional<std::string> ListItemKind(std::string_view kind);
+
+/** @brief Gives `item`, of a list of `list_kind` and `list_api_version`, the kind and
+ *  apiVersion the list implies where it names none (as the API server's list decoding does):
+ *  a NodeList's items are Nodes of its version. Nothing changes for a `List`, or when `item`
+ *  is not an object. Every decoder of lists (DecodeText, the service's requests) goes by this. */
+void ImplyListItemType(std::string_view list_kind, std::string_view list_api_version, nlohmann::json* item);
 
 /** @brief "skipped: 3 HorizontalPodAutoscaler, 1 CustomResourceDefinition (not used by
  *  scheduling)", kinds sorted by name; "" when nothing was skipped. */
