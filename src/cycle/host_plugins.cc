@@ -16,6 +16,8 @@ std::unique_ptr<HostPlugin> MakeHostPlugin(const std::string& name, const Featur
 
 HostPlugins HostPlugins::For(const Profile& profile, const FeatureGates& gates) {
   HostPlugins out;
+  out.preempts_ = std::find(profile.post_filter.begin(), profile.post_filter.end(), "DefaultPreemption") !=
+                  profile.post_filter.end();
   // PreBind is not a configured point: it runs for the plugins the profile enables at the
   // points it configures (AllPlugins); PreEnqueue and PostFilter have lists of their own.
   const std::vector<std::string> enabled = profile.AllPlugins();

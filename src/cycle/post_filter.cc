@@ -12,11 +12,6 @@
 // The host's extension points of the cycle: PreEnqueue, PreBind with the objects a binding
 // writes, and PostFilter (the host plugins', then DefaultPreemption).
 namespace kplace::cycle {
-namespace {
-
-constexpr char kDefaultPreemption[] = "DefaultPreemption";
-
-}  // namespace
 
 // PreEnqueue, in the profile's order: the first plugin that does not pass holds the pod back.
 bool CycleScheduler::PreEnqueue(const Pod& pod, size_t ev_index, Placement* out) {
@@ -96,8 +91,7 @@ Placement CycleScheduler::PostFilter(const Pod& pod, Evaluator* ev, size_t ev_in
     Write(std::move(writes), &out);
     return std::move(out);
   };
-  const bool preemption =
-      std::find(profile.post_filter.begin(), profile.post_filter.end(), kDefaultPreemption) != profile.post_filter.end();
+  const bool preemption = host_[ev_index].preempts();
   const std::vector<HostPlugin*>& on_host = host_[ev_index].post_filter();
   for (size_t h = 0; h < on_host.size(); ++h) {
     const PluginStatus s = on_host[h]->PostFilter(pod, objects(), inputs[h], &writes);

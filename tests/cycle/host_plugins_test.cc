@@ -20,6 +20,10 @@ TEST(HostPluginsTest, DefaultProfileListsEachPointInItsOrder) {
   const HostPlugins host = HostPlugins::For(DefaultProfile(), FeatureGates{});
   EXPECT_EQ(Names(host.pre_enqueue()), (std::vector<std::string>{"SchedulingGates", "DynamicResources"}));
   EXPECT_EQ(Names(host.post_filter()), std::vector<std::string>{});  // DefaultPreemption is the cycle's own
+  EXPECT_TRUE(host.preempts());
+  Profile quiet = DefaultProfile();
+  quiet.post_filter.clear();
+  EXPECT_FALSE(HostPlugins::For(quiet, FeatureGates{}).preempts());
   Pod pod;
   EXPECT_FALSE(host.WritesAtBind(pod));
   pod.resource_claims.push_back(PodResourceClaim{});

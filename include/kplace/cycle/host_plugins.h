@@ -22,6 +22,9 @@ class HostPlugins {
   const std::vector<HostPlugin*>& pre_enqueue() const { return pre_enqueue_; }
   const std::vector<HostPlugin*>& pre_bind() const { return pre_bind_; }
   const std::vector<HostPlugin*>& post_filter() const { return post_filter_; }
+  /** Whether the profile's PostFilter preempts (DefaultPreemption, which the cycle runs
+   *  after these plugins: its dry run needs the cycle's own evaluators). */
+  bool preempts() const { return preempts_; }
   /** Whether some PreBind plugin writes objects when `pod` is bound. */
   bool WritesAtBind(const Pod& pod) const;
   /** PostFilter's input per post_filter() plugin after a cycle whose PreFilter rejected the
@@ -36,6 +39,7 @@ class HostPlugins {
  private:
   std::vector<std::unique_ptr<HostPlugin>> owned_;
   std::vector<HostPlugin*> pre_enqueue_, pre_bind_, post_filter_;
+  bool preempts_ = false;
 };
 
 }  // namespace kplace::cycle
