@@ -217,7 +217,7 @@ absl::Status ReplayEvents(const std::string& file, std::string* text_in, const O
   absl::Status status;
   state::WatchReader reader(&in, file);
   std::string text, where;
-  int64_t events = 0;
+  int64_t events = 0, relisted = 0;
   while (true) {
     auto more = reader.Next(&text, &where);
     if (!more.ok()) {
@@ -241,14 +241,24 @@ absl::Status ReplayEvents(const std::string& file, std::string* text_in, const O
       if (!status.ok()) break;
     }
     status = queue.Apply(e);
+    if (absl::IsAlreadyExists(status) && e.type == state::EventType::kAdded) {
+      // `kubectl get --watch` opens with an ADDED for every object that exists, and a
+      // relist after a reconnect sends them again: an informer delivers those as updates,
+      // so does the replay (nothing was applied by the refused ADDED).
+      e.type = state::EventType::kModified;
+      ++relisted;
+      status = queue.Apply(e);
+    }
     if (!status.ok()) break;
     if (++events % 100000 == 0) std::fprintf(stderr, "%s: %lld events applied\n", who, static_cast<long long>(events));
   }
   queue.Flush();
   *placements = queue.Results();
-  std::fprintf(stderr, "%s: --events: %lld events applied (%lld changed the cluster), %zu pods decided, %zu waiting\n", who,
-               static_cast<long long>(events), static_cast<long long>(queue.stats().events), placements->size(),
-               queue.waiting());
+  std::fprintf(stderr,
+               "%s: --events: %lld events applied (%lld changed the cluster; %lld ADDED of an existing object, taken as "
+               "MODIFIED), %zu pods decided, %zu waiting\n",
+               who, static_cast<long long>(events), static_cast<long long>(queue.stats().events),
+               static_cast<long long>(relisted), placements->size(), queue.waiting());
   if (!status.ok()) return absl::InvalidArgumentError(StrCat(status.message(), " (nothing after this event was applied)"));
   return absl::OkStatus();
 }
@@ -322,7 +332,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
                                  "stored it (upstream: 500 ms); 0 = no limit");
   std::string& events_file = flags.String("events", "",
                                           "watch events to replay (`kubectl get --watch -o json` lines: ADDED, MODIFIED, DELETED of "
-                                          "nodes, pods, ...); pending pods are scheduled as they arrive, before the next change");
+                                          "nodes, pods, ...); pending pods are scheduled as they arrive, before the next change; an ADDED of "
+                                          "an existing object (a watch's opening list) is an update");
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. SchedulerAsyncPreemption=false,DRAExtendedResource=true");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   bool explain = explain_command || explain_flag;

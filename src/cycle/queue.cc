@@ -52,10 +52,11 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
       if (event.type == state::EventType::kAdded && pending_here) {
         return absl::AlreadyExistsError(StrCat(event.where, ": Pod ", key, " is already pending"));
       }
-      if (!pending_here && event.type == state::EventType::kModified && slot_.count(key) &&
-          !results_[slot_.at(key)].node.empty()) {
-        // A pod this queue placed, seen again without its node: the recording predates the
-        // binding. The placement stands.
+      if (!pending_here && slot_.count(key) && !results_[slot_.at(key)].node.empty() &&
+          (event.type == state::EventType::kModified || scheduler_->state().FindBoundPod(key))) {
+        // A pod this queue placed, seen again without its node (MODIFIED, or a relist's
+        // ADDED while it is still bound): the recording predates the binding. The placement
+        // stands. (An ADDED after its deletion is a new pod of that name.)
         return absl::OkStatus();
       }
       auto waiting = unschedulable_.find(key);

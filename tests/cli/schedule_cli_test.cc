@@ -743,6 +743,43 @@ TEST_F(ScheduleCliTest, EventsReplayRetriesWaitingPods) {
 }
 
 
+// `kubectl get --watch --output-watch-events` opens with an ADDED for every object that
+// exists: identical ones change nothing, a changed one is an update.
+TEST_F(ScheduleCliTest, EventsThatOpenWithAddedForExistingObjects) {
+  auto line = [](const std::string& type, const json& object) { return json{{"type", type}, {"object", object}}.dump(); };
+  json p1 = Pod("p1", "4", {{"nodeName", "a"}});
+  const std::string cluster = Write("c.json", List(json::array({Node("a"), Node("b"), p1})));
+  const std::string pods = Write("p.json", List(json::array({Pod("p2", "4")})));
+  auto replay = [&](const std::vector<std::string>& lines) {
+    std::string events = (dir_ / "events.jsonl").string();
+    std::ofstream f(events);
+    for (const std::string& l : lines) f << l << "\n";
+    f.close();
+    json out;
+    EXPECT_EQ(Run({"schedule", "--cluster", cluster, "--pods", pods, "--events", events}, &out), 0);
+    std::map<std::string, json> by_pod;
+    for (const json& p : out["placements"]) by_pod[p["pod"].get<std::string>()] = p["node"];
+    return by_pod;
+  };
+  const std::string p3 = line("ADDED", Pod("p3", "4"));
+  const auto plain = replay({p3});
+  EXPECT_EQ(plain.at("default/p2"), "b");
+  EXPECT_TRUE(plain.at("default/p3").is_null());
+  // The same history, opened as a watch opens it (p2 is still pending in the recording).
+  EXPECT_EQ(replay({line("ADDED", Node("a")), line("ADDED", Node("b")), line("ADDED", p1), line("ADDED", Pod("p2", "4")), p3}),
+            plain);
+  // b's opening ADDED says it has 8 CPUs now: an update, so p3 fits beside p2.
+  json bigger = Node("b");
+  bigger["status"]["allocatable"]["cpu"] = "8";
+  const auto updated = replay({line("ADDED", Node("a")), line("ADDED", bigger), line("ADDED", p1), p3});
+  EXPECT_EQ(updated.at("default/p2"), "b");
+  EXPECT_EQ(updated.at("default/p3"), "b");
+  // A pod placed, deleted, then ADDED again under its name is a new pod: placed again.
+  json placed_p2 = Pod("p2", "4", {{"nodeName", "b"}});
+  const auto again = replay({line("ADDED", Node("a")), line("DELETED", placed_p2), line("ADDED", Pod("p2", "4"))});
+  EXPECT_EQ(again.at("default/p2"), "b");
+}
+
 TEST(CliTest, VersionNamesTheUpstreamReleaseAndBackends) {
   for (const char* flag : {"--version", "version"}) {
     std::vector<std::string> args = {"kplace", flag};
