@@ -101,13 +101,24 @@ std::string Why(const cycle::Placement& p, const std::vector<const cycle::NodeEx
 
 std::string ScoreTable(const cycle::Explanation& ex, const std::vector<const cycle::NodeExplanation*>& best_first,
                        size_t tied, const std::string& chosen, const TableOptions& o) {
+  const size_t listed = std::min(best_first.size(), static_cast<size_t>(std::max<int64_t>(o.top, 0)));
   std::vector<size_t> shown;
-  std::vector<std::string> skipped;
+  std::vector<std::string> skipped, zero;
   for (size_t k = 0; k < ex.score_plugins.size(); ++k) {
     if (ex.score_skipped.size() > k && ex.score_skipped[k]) {
       skipped.push_back(ex.score_plugins[k]);
-    } else {
+      continue;
+    }
+    // A plugin that gave every listed node 0 (raw and normalized) adds three columns of
+    // zeros: named below the table instead, unless --wide.
+    bool scored = o.wide;
+    for (size_t i = 0; i < listed && !scored; ++i) {
+      scored = best_first[i]->raw[k] != 0 || best_first[i]->normalized[k] != 0 || best_first[i]->weighted[k] != 0;
+    }
+    if (scored) {
       shown.push_back(k);
+    } else {
+      zero.push_back(ex.score_plugins[k]);
     }
   }
   Row names = {{"RANK", false, kBold}, {"NODE", false, kBold}}, kinds = {{""}, {""}};
@@ -117,7 +128,6 @@ std::string ScoreTable(const cycle::Explanation& ex, const std::vector<const cyc
   }
   names.push_back({"TOTAL", true, kBold});
   std::vector<Row> rows = {names, kinds};
-  const size_t listed = std::min(best_first.size(), static_cast<size_t>(std::max<int64_t>(o.top, 0)));
   for (size_t i = 0; i < listed; ++i) {
     const cycle::NodeExplanation& n = *best_first[i];
     const bool is_chosen = n.node == chosen, is_tied = i < tied && tied > 1;
@@ -139,6 +149,7 @@ std::string ScoreTable(const cycle::Explanation& ex, const std::vector<const cyc
   if (listed < best_first.size()) {
     out += StrCat("  ... ", Count(static_cast<int64_t>(best_first.size() - listed), "more scored node"), " (--top)\n");
   }
+  if (!zero.empty()) out += "  0 on every listed node (--wide shows them): " + Join(zero) + "\n";
   if (!skipped.empty()) out += "  no score (PreScore skipped): " + Join(skipped) + "\n";
   return out;
 }

@@ -314,6 +314,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
                         "simulator's annotations); table when stdout is a terminal, json otherwise"
                       : "json, yaml, pods (the pending pods with spec.nodeName set), or table (with --explain)");
   int64_t& top = flags.Int("top", 10, "--output table: how many scored nodes to list per pod, best first");
+  bool& wide = flags.Bool("wide", "--output table: also the score plugins that gave every listed node 0 (left out by default)");
   std::string& out_file = flags.String("output-file", "-", "where to write (- for stdout)");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& use_reference = flags.Bool("reference", "use the scalar reference instead of the engine");
@@ -684,6 +685,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   if (output == "table") {
     TableOptions table;
     table.top = top;
+    table.wide = wide;
     table.color = to_terminal && std::getenv("NO_COLOR") == nullptr;
     table.tie_break = options.tie_break;
     table.num_nodes = static_cast<int32_t>(num_nodes);

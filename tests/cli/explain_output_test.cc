@@ -119,7 +119,8 @@ TEST_F(ExplainOutputTest, TableListsScoresTieAndFilterSummary) {
   // Rows, in the profile's score order (TaintToleration raw 0, normalized 100, weighted
   // 300, NodeResourcesFit 73, VolumeBinding 0, DynamicResources 0, BalancedAllocation 62,
   // ImageLocality 0): a and b tie at 435.
-  const std::string scores = R"( +0 +100 +300 +73 +73 +73 +0 +0 +0 +0 +0 +0 +62 +62 +62 +0 +0 +0 +435  )";
+  // VolumeBinding, DynamicResources and ImageLocality gave both 0: named under the table.
+  const std::string scores = R"( +0 +100 +300 +73 +73 +73 +62 +62 +62 +435  )";
   const std::regex row_a("^ +1  a" + scores + "<- chosen by the tie-break$");
   const std::regex row_b("^ +2  b" + scores + "tie$");
   EXPECT_TRUE(std::regex_match(lines[4], row_a)) << lines[4];
@@ -130,6 +131,10 @@ TEST_F(ExplainOutputTest, TableListsScoresTieAndFilterSummary) {
   EXPECT_EQ(lines[4].find("435") + 3, total_end);
   EXPECT_EQ(lines[5].find("435") + 3, total_end);
   EXPECT_EQ(lines[4].find("300") + 3, kinds.find("wtd") + 3);
+  EXPECT_NE(LineWith(lines, "  0 on every listed node (--wide shows them): VolumeBinding, DynamicResources, ImageLocality"),
+            nullptr)
+      << text;
+  for (const char* h : {"VolumeBinding", "ImageLocality"}) EXPECT_EQ(names.find(h), std::string::npos) << h;
   const std::string* skipped = LineWith(lines, "no score (PreScore skipped)");
   ASSERT_NE(skipped, nullptr);
   EXPECT_NE(skipped->find("NodeAffinity"), std::string::npos);
@@ -155,6 +160,18 @@ TEST_F(ExplainOutputTest, TableTopAndRandomTieBreak) {
   EXPECT_EQ(LineWith(lines, "  tie"), nullptr);  // the other tied node is past --top 1
   EXPECT_NE(LineWith(lines, "  ... 1 more scored node (--top)"), nullptr) << text;
   EXPECT_EQ(Explain(SmallCluster(), json::array(), {"--output", "table", "--top", "0"}, &text), 2);
+}
+
+TEST_F(ExplainOutputTest, WideTableShowsEveryScorePlugin) {
+  std::string text;
+  ASSERT_EQ(Explain(SmallCluster(), json::array({PendingPod("web-0", "2")}), {"--output", "table", "--wide"}, &text), 0);
+  const std::vector<std::string> lines = Lines(text);
+  for (const char* h : {"VolumeBinding x1", "DynamicResources x1", "ImageLocality x1"}) {
+    EXPECT_NE(lines[2].find(h), std::string::npos) << h << " in " << lines[2];
+  }
+  const std::regex row_a(R"(^ +1  a +0 +100 +300 +73 +73 +73 +0 +0 +0 +0 +0 +0 +62 +62 +62 +0 +0 +0 +435  <- chosen by the tie-break$)");
+  EXPECT_TRUE(std::regex_match(lines[4], row_a)) << lines[4];
+  EXPECT_EQ(LineWith(lines, "0 on every listed node"), nullptr) << text;
 }
 
 // 150 nodes: upstream stops the scan once numFeasibleNodesToFind (100 here) fit.

@@ -12,6 +12,7 @@ struct TableOptions {
   bool color = false;  // ANSI colours (only for a terminal)
   cycle::TieBreak tie_break = cycle::TieBreak::kHeap;
   int32_t num_nodes = 0;  // nodes in the cluster, for the count of nodes never visited
+  bool wide = false;      // also the columns of score plugins that gave every listed node 0
 };
 
 /** One pod's decision: the chosen node and why (or the unschedulable message), the top
