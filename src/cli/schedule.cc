@@ -200,7 +200,8 @@ void DropUnbuiltDefaults(SchedulerConfig* config, const cycle::Options& options,
 // `scheduler`, after the pending pods of the snapshot. Stops at the first bad event.
 absl::Status ReplayEvents(const std::string& file, std::string* text_in, const ObjectSet& cluster,
                           const std::vector<Pod>& pending, cycle::Scheduler* scheduler, const char* who,
-                          std::vector<cycle::Placement>* placements, std::deque<Pod>* pods) {
+                          std::vector<cycle::Placement>* placements, std::deque<Pod>* pods,
+                          json* timeline = nullptr) {
   // The text read once (stdin cannot be read again for --verify's second run), streamed to
   // the watch reader in place.
   struct ViewBuf : std::streambuf {
@@ -250,6 +251,12 @@ absl::Status ReplayEvents(const std::string& file, std::string* text_in, const O
       status = queue.Apply(e);
     }
     if (!status.ok()) break;
+    if (timeline) {
+      // The cluster's revision counts the events that changed it; pods decided so far
+      // include those scheduled before this event reached the cluster.
+      timeline->push_back({{"event", where}, {"type", state::EventTypeName(e.type)}, {"kind", e.kind},
+                           {"object", e.Key()}, {"revision", queue.stats().events}, {"podsDecided", queue.decided()}});
+    }
     if (++events % 100000 == 0) std::fprintf(stderr, "%s: %lld events applied\n", who, static_cast<long long>(events));
   }
   queue.Flush();
@@ -314,6 +321,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
                         "simulator's annotations); table when stdout is a terminal, json otherwise"
                       : "json, yaml, pods (the pending pods with spec.nodeName set), or table (with --explain)");
   int64_t& top = flags.Int("top", 10, "--output table: how many scored nodes to list per pod, best first");
+  bool& timeline_flag = flags.Bool("timeline", "with --events: add each applied event (file:line, type, kind, object), the "
+                                               "cluster's revision after it and the pods decided so far to the JSON or YAML output");
   bool& wide = flags.Bool("wide", "--output table: also the score plugins that gave every listed node 0 (left out by default)");
   std::string& out_file = flags.String("output-file", "-", "where to write (- for stdout)");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
@@ -340,6 +349,10 @@ int Schedule(int argc, char** argv, bool explain_command) {
   bool explain = explain_command || explain_flag;
   const bool to_terminal = out_file == "-" && ::isatty(STDOUT_FILENO);
   if (output.empty()) output = to_terminal ? "table" : "json";
+  if (timeline_flag && (events_file.empty() || output == "pods" || output == "table")) {
+    std::fprintf(stderr, "%s: --timeline needs --events and --output json or yaml\n", who);
+    return 2;
+  }
   if (!events_file.empty() && (output == "pods" || report)) {
     std::fprintf(stderr, "%s: --events: --output=pods and --report are not available with it yet\n", who);
     return 2;
@@ -604,6 +617,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::vector<const Pod*> pod_of;
   for (size_t q : order) pod_of.push_back(&pending[q]);
   std::deque<Pod> event_pods;
+  json timeline = json::array();  // --timeline
   int rc = 0;
   size_t num_nodes = cluster.nodes.size();
   if (!events_file.empty()) {
@@ -612,7 +626,8 @@ int Schedule(int argc, char** argv, bool explain_command) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(scheduler.status().message()).c_str());
       return 1;
     }
-    absl::Status replayed = ReplayEvents(events_file, &events_text, cluster, pending, scheduler->get(), who, &placements, &event_pods);
+    absl::Status replayed = ReplayEvents(events_file, &events_text, cluster, pending, scheduler->get(), who, &placements,
+                                         &event_pods, timeline_flag ? &timeline : nullptr);
     if (!replayed.ok()) {
       std::fprintf(stderr, "%s: %s\n", who, std::string(replayed.message()).c_str());
       rc = 1;  // what was decided before the bad event is still written
@@ -727,6 +742,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
                           {"schedulingGated", gated}, {"otherScheduler", other},
                           {"nodes", num_nodes}, {"engine", use_reference ? "reference" : engine::BackendName(options.backend)}}}};
       if (report) doc["report"] = SurvivalReport(cluster, placed);
+      if (timeline_flag) doc["timeline"] = std::move(timeline);
     }
     // Text that is not UTF-8 becomes U+FFFD rather than end the run with an exception.
     text = output == "yaml" ? ToYaml(doc) : doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";

@@ -774,6 +774,20 @@ TEST_F(ScheduleCliTest, EventsThatOpenWithAddedForExistingObjects) {
   const auto updated = replay({line("ADDED", Node("a")), line("ADDED", bigger), line("ADDED", p1), p3});
   EXPECT_EQ(updated.at("default/p2"), "b");
   EXPECT_EQ(updated.at("default/p3"), "b");
+  // --timeline: each applied event, the revision after it, the pods decided so far.
+  {
+    std::string events = (dir_ / "timeline.jsonl").string();
+    std::ofstream(events) << line("ADDED", Node("a")) << "\n" << p3 << "\n";
+    json out;
+    ASSERT_EQ(Run({"schedule", "--cluster", cluster, "--pods", pods, "--events", events, "--timeline"}, &out), 0);
+    ASSERT_EQ(out["timeline"].size(), 2u) << out.dump(1);
+    EXPECT_EQ(out["timeline"][0], json::parse(R"({"event": ")" + events + R"(:1", "type": "MODIFIED", "kind": "Node",
+                                                   "object": "a", "revision": 1, "podsDecided": 1})"));
+    EXPECT_EQ(out["timeline"][1]["type"], "ADDED");
+    EXPECT_EQ(out["timeline"][1]["object"], "default/p3");
+    EXPECT_EQ(out["timeline"][1]["revision"], 1);  // a pending pod changes no cluster object
+    EXPECT_EQ(Run({"schedule", "--cluster", cluster, "--timeline"}, &out), 2);
+  }
   // A pod placed, deleted, then ADDED again under its name is a new pod: placed again.
   json placed_p2 = Pod("p2", "4", {{"nodeName", "b"}});
   const auto again = replay({line("ADDED", Node("a")), line("DELETED", placed_p2), line("ADDED", Pod("p2", "4"))});

@@ -53,6 +53,8 @@ class SchedulingQueue {
 
   /** Each pod's last attempt, in the order the pods arrived; attempts summed over flushes. */
   std::vector<Placement> Results() const;
+  /** Pods with a result so far (Results().size(), without the copy). */
+  size_t decided() const { return results_.size(); }
   /** Pods waiting as unschedulable (or gated) now. */
   size_t waiting() const { return unschedulable_.size() + gated_.size(); }
   const QueueStats& stats() const { return stats_; }
