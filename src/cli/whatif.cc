@@ -160,6 +160,15 @@ std::optional<Pod> LoadPod(const std::string& file, const ObjectSet& cluster, co
   return std::move(set.pods[0]);
 }
 
+// Node names from a repeatable flag whose values may also be comma-separated.
+std::vector<std::string> NodeNames(const std::vector<std::string>& flag) {
+  std::vector<std::string> out;
+  for (const std::string& v : flag) {
+    for (const std::string& part : std::vector<std::string>(absl::StrSplit(v, ',', absl::SkipEmpty()))) out.push_back(part);
+  }
+  return out;
+}
+
 const Profile& ProfileOf(const SchedulerConfig& config, const std::string& scheduler_name) {
   static const Profile kNone;  // a pod for another scheduler runs no plugin
   for (const Profile& p : config.profiles) {
@@ -241,10 +250,7 @@ int Drain(int argc, char** argv, bool consolidate) {
   std::vector<std::string>& nodes = consolidate ? flags.List("candidates", "candidate node (repeatable, or comma-separated; default: every node)")
                                                 : flags.List("node", "node to drain (repeatable, or comma-separated)");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
-  std::vector<std::string> names;
-  for (const std::string& n : nodes) {
-    for (const std::string& part : std::vector<std::string>(absl::StrSplit(n, ',', absl::SkipEmpty()))) names.push_back(part);
-  }
+  const std::vector<std::string> names = NodeNames(nodes);
   if (!consolidate && names.empty()) {
     std::fprintf(stderr, "%s: --node is required (see --help)\n", who);
     return 2;
@@ -342,10 +348,7 @@ int Fits(int argc, char** argv) {
   std::vector<std::string>& node_flags = flags.List("nodes", "candidate nodes, in order (repeatable, or comma-separated; default: every node in scan order)");
   bool& first_fit = flags.Bool("first-fit", "stop at the first node that fits and write it alone");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
-  std::vector<std::string> nodes;
-  for (const std::string& n : node_flags) {
-    for (const std::string& part : std::vector<std::string>(absl::StrSplit(n, ',', absl::SkipEmpty()))) nodes.push_back(part);
-  }
+  const std::vector<std::string> nodes = NodeNames(node_flags);
   int rc = 0;
   std::unique_ptr<Loaded> in = Load(common, who, &pod_file, &rc);
   if (!in) return rc;

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "evaluator.h"
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/host_plugins.h"
@@ -19,6 +23,33 @@
 #include "kplace/state/cluster_state.h"
 
 namespace kplace::cycle {
+
+// The per-pod cycle runs a parallel region per plugin and per step over the whole
+// cluster, each of little work: on omp their wake-ups cost more than the work saves
+// (measured on 2 cores at 5,000 and 50,000 nodes: 3-11x faster on one thread;
+// docs/benchmarks.md), so it runs on the calling thread. Batched runs keep their threads.
+class OnOneThread {
+ public:
+  explicit OnOneThread(bool on) : on_(on) {
+#if defined(_OPENMP)
+    if (on_) {
+      was_ = omp_get_max_threads();
+      omp_set_num_threads(1);
+    }
+#endif
+  }
+  ~OnOneThread() {
+#if defined(_OPENMP)
+    if (on_) omp_set_num_threads(was_);
+#endif
+  }
+  OnOneThread(const OnOneThread&) = delete;
+  OnOneThread& operator=(const OnOneThread&) = delete;
+
+ private:
+  bool on_;
+  int was_ = 1;
+};
 
 class CycleScheduler final : public Scheduler, private state::ClusterState::Listener {
  public:
@@ -70,6 +101,7 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch);
   std::vector<bool> NominatedFor(const Pod& pod) const;
   std::unique_ptr<ReferenceDryRunHost> MakeHost(size_t ev_index);
+  // filter.cc: Filter on named nodes, and the per-node status the scan shares with it.
   // Node i's status for `pod`: with the nominated pods that count there (`nominated_on`)
   // through the reference's dry-run host (made once, into *host), else the evaluator's.
   PluginStatus NodeStatus(const Pod& pod, Evaluator* ev, size_t ev_index, const std::vector<bool>& nominated_on,

@@ -21,33 +21,6 @@
 namespace kplace::cycle {
 namespace {
 
-// The per-pod cycle runs a parallel region per plugin and per step over the whole
-// cluster, each of little work: on omp their wake-ups cost more than the work saves
-// (measured on 2 cores at 5,000 and 50,000 nodes: 3-11x faster on one thread;
-// docs/benchmarks.md), so it runs on the calling thread. Batched runs keep their threads.
-class OnOneThread {
- public:
-  explicit OnOneThread(bool on) : on_(on) {
-#if defined(_OPENMP)
-    if (on_) {
-      was_ = omp_get_max_threads();
-      omp_set_num_threads(1);
-    }
-#endif
-  }
-  ~OnOneThread() {
-#if defined(_OPENMP)
-    if (on_) omp_set_num_threads(was_);
-#endif
-  }
-  OnOneThread(const OnOneThread&) = delete;
-  OnOneThread& operator=(const OnOneThread&) = delete;
-
- private:
-  bool on_;
-  int was_ = 1;
-};
-
 // The cycle's ranking as upstream's heap (feasible order): pops the chosen node, leaves
 // the rest in `*rest` with each node's raw scores for a later rescoring.
 size_t RankForBatch(const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& scores, ScoreHeap* rest) {
@@ -298,70 +271,6 @@ std::unique_ptr<ReferenceDryRunHost> CycleScheduler::MakeHost(size_t ev_index) {
   ReferenceEvaluator& r = *dry_[ev_index];
   return std::make_unique<ReferenceDryRunHost>(state_.ReferenceView(), r.Plugins(r.profile().pre_filter),
                                                r.Plugins(r.profile().filter), std::move(nominated));
-}
-
-PluginStatus CycleScheduler::NodeStatus(const Pod& pod, Evaluator* ev, size_t ev_index,
-                                       const std::vector<bool>& nominated_on,
-                                       std::unique_ptr<ReferenceDryRunHost>* host, NodeIndex i, std::string* plugin) {
-  if (nominated_on.empty() || !nominated_on[i]) return ev->FilterNode(i, plugin);
-  if (!*host) *host = MakeHost(ev_index);
-  PluginStatus s = (*host)->Filter(pod, i, {});
-  if (!s.IsSuccess()) *plugin = (*host)->last_rejector();
-  return s;
-}
-
-absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, const std::vector<std::string>& nodes,
-                                                            bool first_fit) {
-  size_t ev_index = evaluators_.size();
-  for (size_t e = 0; e < evaluators_.size(); ++e) {
-    if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) ev_index = e;
-  }
-  const std::string key = ObjectKey(pod.meta);
-  if (ev_index == evaluators_.size()) {
-    return absl::InvalidArgumentError(StrCat("Pod ", key, ": no profile has schedulerName \"", pod.scheduler_name, "\""));
-  }
-  if (const Pod* bound = state_.FindBoundPod(key)) {
-    return absl::InvalidArgumentError(StrCat("Pod ", key, " is already bound to node ", bound->node_name));
-  }
-  std::vector<NodeIndex> rows;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    const NodeIndex i = state_.Row(nodes[k]);
-    if (i == engine::kNoId) return absl::InvalidArgumentError(StrCat("nodes[", k, "]: Node ", nodes[k], " is not in the cluster"));
-    rows.push_back(i);
-  }
-  const OnOneThread serial(!options_.reference && options_.backend == engine::Backend::kOmp);
-  if (!batches_.empty()) RestartBatch(ev_index);  // the evaluator takes this pod: a run starts again
-  Evaluator* ev = evaluators_[ev_index].get();
-  const Evaluator::PreFilterOutcome pre = ev->PreFilter(pod);
-  std::vector<NodeFit> out;
-  if (!pre.status.IsSuccess()) {
-    const std::string plugin = pre.rejectors.empty() ? "" : pre.rejectors[0];
-    for (const std::string& n : nodes) out.push_back(NodeFit{n, pre.status, plugin});
-    return out;
-  }
-  std::vector<NodeIndex> candidates;
-  for (NodeIndex i : rows) {
-    if (!pre.restricted || std::binary_search(pre.allowed.begin(), pre.allowed.end(), i)) candidates.push_back(i);
-  }
-  if (!candidates.empty()) {
-    ev->BeginScan(&candidates, 0, first_fit ? 1 : static_cast<int32_t>(candidates.size()),
-                  state_.snapshot() ? state_.snapshot()->num_nodes() : 0);
-  }
-  std::unique_ptr<ReferenceDryRunHost> host;
-  const std::vector<bool> nominated_on = NominatedFor(pod);
-  for (size_t k = 0; k < rows.size(); ++k) {
-    NodeFit fit{nodes[k], PluginStatus::Success(), ""};
-    if (pre.restricted && !std::binary_search(pre.allowed.begin(), pre.allowed.end(), rows[k])) {
-      fit.status = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, pre.absent_reason);
-    } else {
-      fit.status = NodeStatus(pod, ev, ev_index, nominated_on, &host, rows[k], &fit.plugin);
-    }
-    if (fit.status.IsSuccess()) fit.plugin.clear();
-    const bool fits = fit.status.IsSuccess();
-    out.push_back(std::move(fit));
-    if (first_fit && fits) break;
-  }
-  return out;
 }
 
 Placement CycleScheduler::ScheduleOne(const Pod& pod, Evaluator& ev_ref, size_t ev_index, Placement out) {

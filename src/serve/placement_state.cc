@@ -681,9 +681,7 @@ absl::StatusOr<std::vector<cycle::NodeFit>> PlacementState::Fits(std::string_vie
                                                                  bool first_fit, const Precondition& expected) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   KPLACE_ASSIGN_OR_RETURN(Pod p, DecodeOnePod(pod));
-  if (!first_fit) return whatif::CanSchedulePod(scheduler_.get(), p, nodes);
-  std::vector<std::string> order = nodes.empty() ? scheduler_->state().NodeOrder() : nodes;
-  return scheduler_->Filter(p, order, /*first_fit=*/true);
+  return whatif::CanSchedulePod(scheduler_.get(), p, nodes, first_fit);
 }
 
 }  // namespace kplace::serve

@@ -165,15 +165,14 @@ absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& 
 }
 
 absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* scheduler, const Pod& pod,
-                                                           std::vector<std::string> candidates) {
+                                                           std::vector<std::string> candidates, bool first_fit) {
   if (candidates.empty()) candidates = scheduler->state().NodeOrder();
-  return scheduler->Filter(pod, candidates, /*first_fit=*/false);
+  return scheduler->Filter(pod, candidates, first_fit);
 }
 
 absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
                                                     std::vector<std::string> order) {
-  if (order.empty()) order = scheduler->state().NodeOrder();
-  KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler->Filter(pod, order, /*first_fit=*/true));
+  KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, CanSchedulePod(scheduler, pod, std::move(order), true));
   if (fits.empty() || !fits.back().status.IsSuccess()) return std::optional<std::string>();
   return std::optional<std::string>(fits.back().node);
 }

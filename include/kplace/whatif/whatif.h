@@ -62,9 +62,11 @@ absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& 
 
 /** @brief Which of `candidates` (names; empty: every node in scan order) `pod` passes
  *  PreFilter and Filter on, each node's verdict in the candidates' order
- *  (scheduler-library's CanSchedulePod). Nothing changes. */
+ *  (scheduler-library's CanSchedulePod); with `first_fit`, the verdicts up to the first
+ *  node that fits. Nothing changes. */
 absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* scheduler, const Pod& pod,
-                                                           std::vector<std::string> candidates = {});
+                                                           std::vector<std::string> candidates = {},
+                                                           bool first_fit = false);
 
 /** @brief The first node of `order` (names; empty: scan order) that `pod` passes Filter
  *  on, Cluster Autoscaler's predicate check; nullopt when none. Nothing changes. */
