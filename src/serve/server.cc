@@ -22,6 +22,7 @@
 #include "kplace/serve/metrics.h"
 #include "kplace/serve/placement_state.h"
 #include "kplace/v1/placement.grpc.pb.h"
+#include "src/serve/chunks.h"
 
 namespace kplace::serve {
 namespace {
@@ -73,8 +74,8 @@ int64_t Placed(const std::vector<cycle::Placement>& placements) {
 // Every call holds the one lock: writes apply in revision order, reads see one revision.
 class PlacementService final : public v1::Placement::Service {
  public:
-  PlacementService(const cycle::Options& options, std::string token, Metrics* metrics)
-      : state_(options), token_(std::move(token)), metrics_(metrics) {}
+  PlacementService(const cycle::Options& options, std::string token, int32_t max_message_bytes, Metrics* metrics)
+      : state_(options), token_(std::move(token)), max_message_bytes_(max_message_bytes), metrics_(metrics) {}
 
   grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
     return Observed("Reset", [&] { return DoReset(ctx, req, resp); });
@@ -94,6 +95,14 @@ class PlacementService final : public v1::Placement::Service {
   }
   grpc::Status Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req, v1::SnapshotResponse* resp) override {
     return Observed("Snapshot", [&] { return DoSnapshot(ctx, req, resp); });
+  }
+  grpc::Status SnapshotStream(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
+                              grpc::ServerWriter<v1::SnapshotChunk>* writer) override {
+    return Observed("SnapshotStream", [&] { return DoSnapshotStream(ctx, req, writer); });
+  }
+  grpc::Status EvaluateStream(grpc::ServerContext* ctx, const v1::EvaluateRequest* req,
+                              grpc::ServerWriter<v1::EvaluateChunk>* writer) override {
+    return Observed("EvaluateStream", [&] { return DoEvaluateStream(ctx, req, writer); });
   }
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainResponse* resp) override {
     return Observed("Drain", [&] {
@@ -238,11 +247,48 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu_);
-    if (!state_.ready()) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "no cluster yet: call Reset first");
+    if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
     resp->set_revision(state_.revision());
     resp->set_instance(state_.instance());
     resp->set_objects(state_.Snapshot().dump());
     return grpc::Status::OK;
+  }
+
+  // The streams read the state under the lock, then write outside it: a slow reader holds
+  // up no other call.
+  grpc::Status DoSnapshotStream(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
+                                grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    const auto max = ChunkBytes("max_chunk_bytes", req->max_chunk_bytes(), max_message_bytes_);
+    if (!max.ok()) return ToGrpc(max.status());
+    nlohmann::json list;
+    uint64_t revision = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
+      revision = state_.revision();
+      list = state_.Snapshot();
+    }
+    LastMarked<v1::SnapshotChunk> out([&](const v1::SnapshotChunk& c) { return writer->Write(c); });
+    return StreamList(list, revision, state_.instance(), *max, out) ? grpc::Status::OK : ClientGone();
+  }
+
+  grpc::Status DoEvaluateStream(grpc::ServerContext* ctx, const v1::EvaluateRequest* req,
+                                grpc::ServerWriter<v1::EvaluateChunk>* writer) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    const auto max = ChunkBytes("max_chunk_bytes", req->max_chunk_bytes(), max_message_bytes_);
+    if (!max.ok()) return ToGrpc(max.status());
+    v1::EvaluateResponse whole;
+    if (grpc::Status s = DoEvaluate(ctx, req, &whole); !s.ok()) return s;
+    std::vector<v1::PodPlacement> results(std::make_move_iterator(whole.mutable_results()->begin()),
+                                          std::make_move_iterator(whole.mutable_results()->end()));
+    LastMarked<v1::EvaluateChunk> out([&](const v1::EvaluateChunk& c) { return writer->Write(c); });
+    return StreamResults(std::move(results), whole.revision(), whole.instance(), *max, out) ? grpc::Status::OK
+                                                                                            : ClientGone();
+  }
+
+  static grpc::Status ClientGone() {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away mid-stream");
   }
 
   // A wrong or missing token changes nothing: checked before any work.
@@ -314,6 +360,7 @@ class PlacementService final : public v1::Placement::Service {
   std::mutex mu_;
   PlacementState state_;
   const std::string token_;
+  const int32_t max_message_bytes_;
   Metrics* metrics_;
 };
 
@@ -374,7 +421,7 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
 }
 
 struct LocalServer::Impl {
-  explicit Impl(const ServerOptions& o) : service(o.scheduler, o.token, &metrics) {}
+  explicit Impl(const ServerOptions& o) : service(o.scheduler, o.token, o.max_message_bytes, &metrics) {}
   Metrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   PlacementService service;

@@ -106,6 +106,9 @@ class PlacementState {
   uint64_t revision() const { return revision_; }
   const std::string& instance() const { return instance_; }
   bool ready() const { return scheduler_ != nullptr; }
+  /** FailedPrecondition when a call naming `expected` may not go on: another instance, no
+   *  cluster yet (Reset first), or the state moved past the expected revision. */
+  absl::Status Check(const Precondition& expected) const;
 
   /** Whether requests and events decode each distinct pod shape once (src/serve/pod_shapes.h;
    *  on by default). Off, every object takes the general decode: the tests compare the two. */
@@ -140,7 +143,6 @@ class PlacementState {
     bool was_pending = false;
   };
   class EventDecoder;
-  absl::Status Check(const Precondition& expected) const;
   // The pending pods of a request, decoded with their priorities, each pod's JSON when
   // `keep_json`, and the request's PodGroups with the members that name them.
   struct RequestPods;
