@@ -1,10 +1,15 @@
 #include "kplace/cli/explain_table.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
 #include "kplace/common/strings.h"
+#include "kplace/model/quantity.h"
 
 namespace kplace::cli {
 namespace {
@@ -25,6 +30,19 @@ Cell Num(int64_t v, Color color = kPlain) { return {std::to_string(v), true, col
 
 std::string Paint(const std::string& text, Color color, bool on) {
   return on && color != kPlain ? StrCat("\x1b[", kSgr[color], "m", text, "\x1b[0m") : text;
+}
+
+// An amount as a quantity reads: cpu from millicores ("2", "1500m"), memory and storage in
+// the largest binary unit that holds it whole ("8Gi"), other resources as counts.
+std::string Amount(const std::string& resource, int64_t v) {
+  if (resource == "cpu") return Quantity::FromNanos(static_cast<__int128>(v) * 1000000).ToString();
+  if (resource == "memory" || resource == "ephemeral-storage" || resource.rfind("hugepages-", 0) == 0) {
+    for (const auto& [unit, size] : {std::pair{"Ti", int64_t{1} << 40}, {"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20},
+                                      {"Ki", int64_t{1} << 10}}) {
+      if (v != 0 && v % size == 0) return StrCat(v / size, unit);
+    }
+  }
+  return std::to_string(v);
 }
 
 std::string Count(int64_t n, const char* what) { return StrCat(n, " ", what, n == 1 ? "" : "s"); }
@@ -77,6 +95,33 @@ std::string Render(const std::vector<Row>& rows, const std::string& indent, bool
   return out;
 }
 
+// The widest line of `text`, colour codes included (only the plain layout is measured).
+size_t Widest(const std::string& text) {
+  size_t widest = 0;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    widest = std::max(widest, end - at);
+    at = end + 1;
+  }
+  return widest;
+}
+
+// A plugin's capitals (NodeResourcesFit: NRF), made unique with a number.
+std::vector<std::string> Initials(const std::vector<std::string>& plugins) {
+  std::vector<std::string> out;
+  for (const std::string& name : plugins) {
+    std::string caps;
+    for (char c : name) {
+      if (c >= 'A' && c <= 'Z') caps += c;
+    }
+    if (caps.empty()) caps = name.substr(0, 2);
+    std::string unique = caps;
+    for (int n = 2; std::find(out.begin(), out.end(), unique) != out.end(); ++n) unique = StrCat(caps, n);
+    out.push_back(unique);
+  }
+  return out;
+}
+
 // Why the chosen node won, from the scored nodes (best first).
 std::string Why(const cycle::Placement& p, const std::vector<const cycle::NodeExplanation*>& best_first, size_t tied,
                 const TableOptions& o) {
@@ -121,44 +166,70 @@ std::string ScoreTable(const cycle::Explanation& ex, const std::vector<const cyc
       zero.push_back(ex.score_plugins[k]);
     }
   }
-  Row names = {{"RANK", false, kBold}, {"NODE", false, kBold}}, kinds = {{""}, {""}};
-  for (size_t k : shown) {
-    names.push_back({StrCat(ex.score_plugins[k], " x", ex.weights[k]), false, kBold, 3});
-    for (const char* kind : {"raw", "norm", "wtd"}) kinds.push_back({kind, true});
-  }
-  names.push_back({"TOTAL", true, kBold});
-  std::vector<Row> rows = {names, kinds};
-  for (size_t i = 0; i < listed; ++i) {
-    const cycle::NodeExplanation& n = *best_first[i];
-    const bool is_chosen = n.node == chosen, is_tied = i < tied && tied > 1;
-    Row row = {Num(static_cast<int64_t>(i) + 1), {n.node, false, is_chosen ? kGreen : kPlain}};
+  // Each plugin's raw, normalized and weighted score; on a terminal too narrow for that,
+  // only the weighted score under the plugin's initials, with a legend (--wide: all).
+  auto table = [&](bool compact) {
+    const std::vector<std::string> initials = compact ? Initials(ex.score_plugins) : std::vector<std::string>();
+    Row names = {{"RANK", false, kBold}, {"NODE", false, kBold}}, kinds = {{""}, {""}};
     for (size_t k : shown) {
-      row.push_back(Num(n.raw[k]));
-      row.push_back(Num(n.normalized[k]));
-      row.push_back(Num(n.weighted[k]));
+      if (compact) {
+        names.push_back({initials[k], true, kBold});
+        continue;
+      }
+      names.push_back({StrCat(ex.score_plugins[k], " x", ex.weights[k]), false, kBold, 3});
+      for (const char* kind : {"raw", "norm", "wtd"}) kinds.push_back({kind, true});
     }
-    row.push_back(Num(n.total, kBold));
-    if (is_chosen) {
-      row.push_back({is_tied ? "<- chosen by the tie-break" : "<- chosen", false, kGreen});
-    } else if (is_tied) {
-      row.push_back({"tie", false, kYellow});
+    names.push_back({"TOTAL", true, kBold});
+    std::vector<Row> rows = {names};
+    if (!compact) rows.push_back(kinds);
+    for (size_t i = 0; i < listed; ++i) {
+      const cycle::NodeExplanation& n = *best_first[i];
+      const bool is_chosen = n.node == chosen, is_tied = i < tied && tied > 1;
+      Row row = {Num(static_cast<int64_t>(i) + 1), {n.node, false, is_chosen ? kGreen : kPlain}};
+      for (size_t k : shown) {
+        if (!compact) {
+          row.push_back(Num(n.raw[k]));
+          row.push_back(Num(n.normalized[k]));
+        }
+        row.push_back(Num(n.weighted[k]));
+      }
+      row.push_back(Num(n.total, kBold));
+      if (is_chosen) {
+        row.push_back({is_tied ? "<- chosen by the tie-break" : "<- chosen", false, kGreen});
+      } else if (is_tied) {
+        row.push_back({"tie", false, kYellow});
+      }
+      rows.push_back(row);
     }
-    rows.push_back(row);
-  }
-  std::string out = Render(rows, "  ", o.color);
+    std::string text = Render(rows, "  ", o.color);
+    if (compact) {
+      std::vector<std::string> legend;
+      for (size_t k : shown) legend.push_back(StrCat(initials[k], " ", ex.score_plugins[k], " x", ex.weights[k]));
+      text += Flow("  weighted scores (--wide: raw and normalized too): ", legend, ",", o.width, 4);
+    }
+    return text;
+  };
+  std::string out = table(false);
+  if (!o.wide && o.width > 0 && Widest(out) > static_cast<size_t>(o.width)) out = table(true);
   if (listed < best_first.size()) {
     out += StrCat("  ... ", Count(static_cast<int64_t>(best_first.size() - listed), "more scored node"), " (--top)\n");
   }
-  if (!zero.empty()) out += "  0 on every listed node (--wide shows them): " + Join(zero) + "\n";
-  if (!skipped.empty()) out += "  no score (PreScore skipped): " + Join(skipped) + "\n";
+  if (!zero.empty()) out += Flow("  0 on every listed node (--wide shows them): ", zero, ",", o.width, 4);
+  if (!skipped.empty()) out += Flow("  no score (PreScore skipped): ", skipped, ",", o.width, 4);
   return out;
 }
 
 std::string FilterSummary(const cycle::Placement& p, int32_t nodes_to_find, const TableOptions& o) {
   const cycle::Explanation& ex = *p.explanation;
+  // For a resource reason: what the pod requests and the most any rejected node has free.
+  struct Closest {
+    int64_t requested = 0, free = 0;
+    std::string node;
+  };
   struct Rejections {
     int64_t nodes = 0;
     std::map<std::string, int64_t> reasons;
+    std::map<std::string, Closest> closest;
   };
   std::map<std::string, Rejections> by_plugin;
   int64_t rejected = 0;
@@ -168,6 +239,10 @@ std::string FilterSummary(const cycle::Placement& p, int32_t nodes_to_find, cons
     Rejections& r = by_plugin[n.filter_plugin];
     ++r.nodes;
     for (const std::string& reason : n.filter.reasons) ++r.reasons[reason];
+    for (const InsufficientResource& x : n.insufficient) {
+      auto [it, fresh] = r.closest.try_emplace(InsufficientReason(x));
+      if (fresh || x.capacity - x.used > it->second.free) it->second = {x.requested, x.capacity - x.used, n.node};
+    }
   }
   const int64_t visited = static_cast<int64_t>(ex.nodes.size());
   if (visited == 0) {
@@ -182,13 +257,33 @@ std::string FilterSummary(const cycle::Placement& p, int32_t nodes_to_find, cons
   for (const auto& [plugin, r] : by_plugin) order.push_back({plugin, &r});
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.second->nodes > b.second->nodes; });
+  // Plugin and node count as columns; each row's reasons flow after them, wrapped under
+  // their own start.
   std::vector<Row> rows;
+  std::vector<std::vector<std::string>> reasons_of;
   for (const auto& [plugin, r] : order) {
     std::vector<std::string> reasons;
-    for (const auto& [reason, count] : r->reasons) reasons.push_back(StrCat(reason, " (", count, ")"));
-    rows.push_back({{plugin}, {Count(r->nodes, "node"), true, kRed}, {Join(reasons)}});
+    for (const auto& [reason, count] : r->reasons) {
+      auto c = r->closest.find(reason);
+      const bool amounts = c != r->closest.end() && reason != "Too many pods";
+      const std::string resource = amounts ? reason.substr(reason.find(' ') + 1) : "";
+      reasons.push_back(amounts ? StrCat(reason, " (", count, "; requests ", Amount(resource, c->second.requested),
+                                         ", at most ", Amount(resource, std::max<int64_t>(c->second.free, 0)),
+                                         " free on ", c->second.node, ")")
+                                : StrCat(reason, " (", count, ")"));
+    }
+    rows.push_back({{plugin}, {Count(r->nodes, "node"), true, kRed}});
+    reasons_of.push_back(std::move(reasons));
   }
-  out += Render(rows, "    ", o.color);
+  const std::string plain = Render(rows, "    ", false), painted = Render(rows, "    ", o.color);
+  for (size_t i = 0, at = 0, at_painted = 0; i < rows.size(); ++i) {
+    const size_t end = plain.find('\n', at), end_painted = painted.find('\n', at_painted);
+    const size_t columns = end - at + 2;
+    std::string flowed = Flow(std::string(columns, ' '), Words(Join(reasons_of[i])), "", o.width, columns);
+    out += painted.substr(at_painted, end_painted - at_painted) + "  " + flowed.substr(columns);
+    at = end + 1;
+    at_painted = end_painted + 1;
+  }
   if (const int64_t left = o.num_nodes - visited; left > 0) {
     out += StrCat("  not visited: ", Count(left, "node"),
                   p.feasible == nodes_to_find
@@ -199,6 +294,52 @@ std::string FilterSummary(const cycle::Placement& p, int32_t nodes_to_find, cons
 }
 
 }  // namespace
+
+std::string Flow(const std::string& lead, const std::vector<std::string>& items, const std::string& after_each,
+                 int32_t width, size_t indent) {
+  std::string out = lead;
+  size_t line = lead.size();
+  bool first_on_line = true;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string item = items[i] + (i + 1 < items.size() ? after_each : "");
+    if (!first_on_line && width > 0 && line + 1 + item.size() > static_cast<size_t>(width)) {
+      out += "\n" + std::string(indent, ' ');
+      line = indent;
+      first_on_line = true;
+    }
+    if (!first_on_line) {
+      out += " ";
+      ++line;
+    }
+    out += item;
+    line += item.size();
+    first_on_line = false;
+  }
+  return out + "\n";
+}
+
+std::vector<std::string> Words(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    if (end > at) out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+int32_t TerminalColumns() {
+  struct winsize w {};
+  return ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 ? w.ws_col : 0;
+}
+
+int32_t ColumnsFromEnvironment() {
+  const char* v = std::getenv("COLUMNS");
+  if (v == nullptr) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && *end == '\0' && n > 0 && n < 100000 ? static_cast<int32_t>(n) : 0;
+}
 
 std::string ExplainTable(const cycle::Placement& p, int32_t nodes_to_find, const TableOptions& o) {
   std::string out = Paint(p.pod, kBold, o.color);
@@ -220,10 +361,10 @@ std::string ExplainTable(const cycle::Placement& p, int32_t nodes_to_find, const
   size_t tied = 0;
   while (tied < best_first.size() && best_first[tied]->total == best_first[0]->total) ++tied;
   if (p.node.empty()) {
-    out +=
-        StrCat(": ", Paint(p.code == Code::kError ? "error" : "unschedulable", kRed, o.color), "\n  ", p.message, "\n");
+    out += StrCat(": ", Paint(p.code == Code::kError ? "error" : "unschedulable", kRed, o.color), "\n",
+                  Flow("  ", Words(p.message), "", o.width, 4));
   } else {
-    out += StrCat(" -> ", Paint(p.node, kGreen, o.color), "\n  why: ", Why(p, best_first, tied, o), "\n");
+    out += StrCat(" -> ", Paint(p.node, kGreen, o.color), "\n", Flow("  why: ", Words(Why(p, best_first, tied, o)), "", o.width, 4));
   }
   if (p.preemption && !p.preemption->nominated_node.empty()) {
     out += StrCat("  preemption: nominated node ", p.preemption->nominated_node,

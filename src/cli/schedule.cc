@@ -323,7 +323,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
   int64_t& top = flags.Int("top", 10, "--output table: how many scored nodes to list per pod, best first");
   bool& timeline_flag = flags.Bool("timeline", "with --events: add each applied event (file:line, type, kind, object), the "
                                                "cluster's revision after it and the pods decided so far to the JSON or YAML output");
-  bool& wide = flags.Bool("wide", "--output table: also the score plugins that gave every listed node 0 (left out by default)");
+  bool& wide = flags.Bool("wide", "--output table: every score plugin's raw, normalized and weighted score, also plugins that "
+                                  "gave every listed node 0 (left out by default), however wide the table");
+  int64_t& width = flags.Int("width", -1,
+                             "--output table: the line width to fit (a wider score table shows weighted scores only, under "
+                             "the plugins' initials); default: the terminal's width on a terminal, else $COLUMNS, else no limit; 0: no limit");
   std::string& out_file = flags.String("output-file", "-", "where to write (- for stdout)");
   std::string& backend = flags.String("backend", "auto", "engine backend: auto, omp or cuda");
   bool& use_reference = flags.Bool("reference", "use the scalar reference instead of the engine");
@@ -701,6 +705,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     TableOptions table;
     table.top = top;
     table.wide = wide;
+    table.width = static_cast<int32_t>(width >= 0 ? width : to_terminal ? TerminalColumns() : ColumnsFromEnvironment());
     table.color = to_terminal && std::getenv("NO_COLOR") == nullptr;
     table.tie_break = options.tie_break;
     table.num_nodes = static_cast<int32_t>(num_nodes);
@@ -711,9 +716,11 @@ int Schedule(int argc, char** argv, bool explain_command) {
       const int32_t to_find = profile.score.empty() ? 1 : cycle::NumFeasibleNodesToFind(percentage, table.num_nodes);
       text += ExplainTable(placements[k], to_find, table) + "\n";
     }
-    text += StrCat(order.size(), order.size() == 1 ? " pod: " : " pods: ", scheduled, " scheduled, ", unschedulable,
-                   " unschedulable, ", gated, " scheduling gated, ", other, " for another scheduler; ", num_nodes,
-                   num_nodes == 1 ? " node\n" : " nodes\n");
+    text += Flow(StrCat(order.size(), order.size() == 1 ? " pod: " : " pods: "),
+                 {StrCat(scheduled, " scheduled"), StrCat(unschedulable, " unschedulable"),
+                  StrCat(gated, " scheduling gated"),
+                  StrCat(other, " for another scheduler; ", num_nodes, num_nodes == 1 ? " node" : " nodes")},
+                 ",", table.width, 2);
   } else {
     json doc;
     if (output == "pods") {

@@ -108,6 +108,7 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
                           std::unique_ptr<ReferenceDryRunHost>* host, NodeIndex i, std::string* plugin);
   void Bind(const Pod& pod, NodeIndex host);
   void Explain(Explanation& ex, const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& s);
+  void ExplainShortfalls(const Pod& pod, Explanation* ex) const;
 
   // post_filter.cc: PreEnqueue, PreBind and PostFilter, through the host plugins.
   bool PreEnqueue(const Pod& pod, size_t ev_index, Placement* out);

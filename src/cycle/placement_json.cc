@@ -221,6 +221,11 @@ json PlacementJson(const Placement& p, bool explain, const Profile& profile, con
       json node = {{"node", n.node}};
       if (!n.filter_plugin.empty()) {
         node["filter"] = {{"plugin", n.filter_plugin}, {"code", CodeName(n.filter.code)}, {"reasons", n.filter.reasons}};
+        // Upstream's InsufficientResource: cpu in millicores, the others in units.
+        for (const InsufficientResource& x : n.insufficient) {
+          node["filter"]["insufficient"].push_back(
+              {{"resource", x.resource}, {"requested", x.requested}, {"used", x.used}, {"capacity", x.capacity}});
+        }
       } else {
         node["filter"] = "passed";
       }

@@ -183,4 +183,30 @@ NodeResources ComputeNodeResources(const Node& node, const std::vector<const Pod
   return r;
 }
 
+std::vector<InsufficientResource> InsufficientResources(const Resource& request, const NodeResources& node,
+                                                        const std::function<bool(const std::string&)>& ignored) {
+  std::vector<InsufficientResource> out;
+  if (node.pod_count + 1 > node.allocatable.allowed_pods) {
+    out.push_back({"pods", 1, node.pod_count, node.allocatable.allowed_pods});
+  }
+  const bool nothing = request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 &&
+                       request.scalars.empty();
+  if (nothing) return out;
+  auto check = [&](const std::string& name, int64_t want) {
+    const int64_t alloc = node.allocatable.Get(name), used = node.requested.Get(name);
+    if (want > 0 && want > alloc - used) out.push_back({name, want, used, alloc});
+  };
+  check("cpu", request.milli_cpu);
+  check("memory", request.memory);
+  check("ephemeral-storage", request.ephemeral_storage);
+  for (const auto& [name, want] : request.scalars) {
+    if (!ignored || !ignored(name)) check(name, want);
+  }
+  return out;
+}
+
+std::string InsufficientReason(const InsufficientResource& r) {
+  return r.resource == "pods" ? "Too many pods" : "Insufficient " + r.resource;
+}
+
 }  // namespace kplace

@@ -40,26 +40,9 @@ class NodeResourcesFit final : public Plugin {
     NodeResources r = ComputeNodeResources(*node.node, node.pods, PodLevel());
     std::vector<std::string> reasons;
     bool unresolvable = false;
-    if (r.pod_count + 1 > r.allocatable.allowed_pods) reasons.push_back("Too many pods");
-    bool empty = f.milli_cpu == 0 && f.memory == 0 && f.ephemeral_storage == 0 && f.scalars.empty();
-    if (!empty) {
-      auto check = [&](int64_t want, int64_t alloc, int64_t used, const std::string& name) {
-        if (want > 0 && want > alloc - used) {
-          reasons.push_back("Insufficient " + name);
-          unresolvable |= want > alloc;
-        }
-      };
-      check(f.milli_cpu, r.allocatable.milli_cpu, r.requested.milli_cpu, "cpu");
-      check(f.memory, r.allocatable.memory, r.requested.memory, "memory");
-      check(f.ephemeral_storage, r.allocatable.ephemeral_storage, r.requested.ephemeral_storage, "ephemeral-storage");
-      for (const auto& [name, want] : f.scalars) {
-        if (want == 0 || Ignored(name)) continue;
-        int64_t alloc = r.allocatable.Get(name), used = r.requested.Get(name);
-        if (want > alloc - used) {
-          reasons.push_back("Insufficient " + name);
-          unresolvable |= want > alloc;
-        }
-      }
+    for (const InsufficientResource& x : InsufficientResources(f, r, [&](const std::string& n) { return Ignored(n); })) {
+      reasons.push_back(InsufficientReason(x));
+      unresolvable |= x.resource != "pods" && x.requested > x.capacity;
     }
     if (reasons.empty()) return PluginStatus::Success();
     return PluginStatus{unresolvable ? Code::kUnschedulableAndUnresolvable : Code::kUnschedulable, reasons};

@@ -102,7 +102,7 @@ const std::string* LineWith(const std::vector<std::string>& lines, const std::st
 TEST_F(ExplainOutputTest, TableListsScoresTieAndFilterSummary) {
   std::string text;
   ASSERT_EQ(Explain(SmallCluster(), json::array({PendingPod("web-0", "2"), PendingPod("huge", "64")}),
-                    {"--output", "table"}, &text),
+                    {"--output", "table", "--width", "0"}, &text),
             0);
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << "no colour in a file";
   const std::vector<std::string> lines = Lines(text);
@@ -140,13 +140,16 @@ TEST_F(ExplainOutputTest, TableListsScoresTieAndFilterSummary) {
   EXPECT_NE(skipped->find("NodeAffinity"), std::string::npos);
   // Filter summary: how many nodes each plugin rejected, and why.
   EXPECT_NE(LineWith(lines, "  filters: 4 nodes visited, 2 feasible, 2 rejected"), nullptr) << text;
-  EXPECT_NE(LineWith(lines, "    NodeResourcesFit  1 node  Insufficient cpu (1)"), nullptr) << text;
+  // With the amounts: the pod's request and the most any rejected node has free.
+  EXPECT_NE(LineWith(lines, "    NodeResourcesFit  1 node  Insufficient cpu (1; requests 2, at most 1 free on c)"), nullptr) << text;
   EXPECT_NE(LineWith(lines, "    TaintToleration   1 node  node(s) had untolerated taint(s) (1)"), nullptr) << text;
   // The unplaced pod: upstream's message and a summary over all four nodes.
   EXPECT_NE(LineWith(lines, "default/huge: unschedulable"), nullptr) << text;
   EXPECT_NE(LineWith(lines, "  0/4 nodes are available: 1 node(s) had untolerated taint(s), 3 Insufficient cpu."),
             nullptr);
-  EXPECT_NE(LineWith(lines, "    NodeResourcesFit  3 nodes  Insufficient cpu (3)"), nullptr) << text;
+  // web-0 took 2 of a's 4 cpus: b has the most free.
+  EXPECT_NE(LineWith(lines, "    NodeResourcesFit  3 nodes  Insufficient cpu (3; requests 64, at most 4 free on b)"), nullptr)
+      << text;
   EXPECT_EQ(lines.back(), "2 pods: 1 scheduled, 1 unschedulable, 0 scheduling gated, 0 for another scheduler; 4 nodes");
 }
 
@@ -172,6 +175,64 @@ TEST_F(ExplainOutputTest, WideTableShowsEveryScorePlugin) {
   const std::regex row_a(R"(^ +1  a +0 +100 +300 +73 +73 +73 +0 +0 +0 +0 +0 +0 +62 +62 +62 +0 +0 +0 +435  <- chosen by the tie-break$)");
   EXPECT_TRUE(std::regex_match(lines[4], row_a)) << lines[4];
   EXPECT_EQ(LineWith(lines, "0 on every listed node"), nullptr) << text;
+}
+
+// On 80 columns the score table keeps the weighted scores under the plugins' initials, and
+// the lists under it wrap.
+TEST_F(ExplainOutputTest, TableFitsTheWidthGiven) {
+  std::string text;
+  ASSERT_EQ(Explain(SmallCluster(), json::array({PendingPod("web-0", "2")}), {"--output", "table", "--width", "80"}, &text), 0);
+  const std::vector<std::string> lines = Lines(text);
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 80u) << l;
+  // The "why" line wraps under itself; the table follows it.
+  EXPECT_EQ(lines[1], "  why: final score 435, tied with 1 other node; the tie-break heap (upstream >=");
+  EXPECT_EQ(lines[2], "    1.35: the first best in Go's container/heap order) chose it");
+  EXPECT_TRUE(std::regex_match(lines[3], std::regex("^  RANK  NODE +TT +NRF +NRBA +TOTAL$"))) << lines[3];
+  EXPECT_TRUE(std::regex_match(lines[4], std::regex("^ +1  a +300 +73 +62 +435  <- chosen by the tie-break$"))) << lines[4];
+  EXPECT_TRUE(std::regex_match(lines[5], std::regex("^ +2  b +300 +73 +62 +435  tie$"))) << lines[5];
+  EXPECT_NE(text.find("  weighted scores (--wide: raw and normalized too): TT TaintToleration x3,\n"
+                      "    NRF NodeResourcesFit x1, NRBA NodeResourcesBalancedAllocation x1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  0 on every listed node (--wide shows them): VolumeBinding, DynamicResources,\n    ImageLocality\n"),
+            std::string::npos)
+      << text;
+  // A filter row's reasons wrap under their own column.
+  EXPECT_NE(text.find("    NodeResourcesFit  1 node  Insufficient cpu (1; requests 2, at most 1 free on\n"
+                      "                              c)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(lines.back(), "  0 for another scheduler; 4 nodes");
+  // --wide keeps every column however narrow the width.
+  ASSERT_EQ(Explain(SmallCluster(), json::array({PendingPod("web-0", "2")}), {"--output", "table", "--width", "80", "--wide"},
+                    &text),
+            0);
+  EXPECT_NE(Lines(text)[3].find("TaintToleration x3"), std::string::npos) << text;
+}
+
+// Each node a resource rejects carries upstream's InsufficientResource amounts, on the engine
+// and on the reference alike.
+TEST_F(ExplainOutputTest, JsonGivesTheAmountsBehindResourceReasons) {
+  for (const bool reference : {false, true}) {
+    std::string text;
+    std::vector<std::string> flags = {"--output", "json"};
+    if (reference) flags.push_back("--reference");
+    ASSERT_EQ(Explain(SmallCluster(), json::array({PendingPod("web-0", "2")}), flags, &text), 0);
+    const json doc = json::parse(text);
+    const json& placement = doc.is_array() ? doc[0] : doc["placements"][0];
+    int found = 0;
+    for (const json& n : placement["nodes"]) {
+      if (n["node"] == "c") {
+        ++found;
+        EXPECT_EQ(n["filter"]["insufficient"],
+                  json::parse(R"([{"resource":"cpu","requested":2000,"used":0,"capacity":1000}])"))
+            << n.dump();
+      } else if (n["filter"].is_object()) {
+        EXPECT_FALSE(n["filter"].contains("insufficient")) << n.dump();  // d: a taint, no amounts
+      }
+    }
+    EXPECT_EQ(found, 1) << text;
+  }
 }
 
 // 150 nodes: upstream stops the scan once numFeasibleNodesToFind (100 here) fit.

@@ -1,4 +1,5 @@
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -37,6 +38,33 @@ TEST(NodeResourcesFitTest, FilterReasonsAndCodes) {
     EXPECT_EQ(out.filter[0][2].reasons, (std::vector<std::string>{"Too many pods", "Insufficient example.com/gpu"}));
     EXPECT_EQ(out.filter[0][2].code, Code::kUnschedulableAndUnresolvable);
   }
+}
+
+// The amounts behind the reasons (upstream's InsufficientResource), in the reasons' order.
+TEST(NodeResourcesFitTest, InsufficientResourcesGiveTheAmounts) {
+  const Node n = MakeNode("n", {{"cpu", "2"}, {"memory", "4Gi"}, {"pods", "2"}, {"example.com/gpu", "1"}});
+  const Pod a = MakePod("a", {{"cpu", "1500m"}, {"memory", "1Gi"}}, "n");
+  const Pod b = MakePod("b", {{"cpu", "250m"}}, "n");
+  const NodeResources r = ComputeNodeResources(n, {&a, &b}, false);
+  const Resource want = Resource::From(PodRequests(MakePod("p", {{"cpu", "1"}, {"memory", "3Gi"}, {"example.com/gpu", "2"}}),
+                                                   nullptr, false),
+                                       false);
+  const std::vector<InsufficientResource> got = InsufficientResources(want, r, nullptr);
+  ASSERT_EQ(got.size(), 3u);
+  // Two pods on a node of two: full; 1750m of 2 cpu used; 3Gi fits in 3Gi free; gpu 2 > 1.
+  EXPECT_EQ(got[0].resource, "pods");
+  EXPECT_EQ(std::tie(got[0].requested, got[0].used, got[0].capacity), std::make_tuple(1, 2, 2));
+  EXPECT_EQ(got[1].resource, "cpu");
+  EXPECT_EQ(std::tie(got[1].requested, got[1].used, got[1].capacity), std::make_tuple(1000, 1750, 2000));
+  EXPECT_EQ(got[2].resource, "example.com/gpu");
+  EXPECT_EQ(std::tie(got[2].requested, got[2].used, got[2].capacity), std::make_tuple(2, 0, 1));
+  EXPECT_EQ(InsufficientReason(got[0]), "Too many pods");
+  EXPECT_EQ(InsufficientReason(got[1]), "Insufficient cpu");
+  // An ignored extended resource is not checked; a pod that requests nothing meets only the pod count.
+  EXPECT_EQ(InsufficientResources(want, r, [](const std::string& name) { return name == "example.com/gpu"; }).size(), 2u);
+  const std::vector<InsufficientResource> none = InsufficientResources(Resource{}, r, nullptr);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_EQ(none[0].resource, "pods");
 }
 
 TEST(NodeResourcesFitTest, ZeroRequestFitsOvercommittedNode) {

@@ -2,6 +2,7 @@
 // `kplace explain --output table`: each decision as aligned text for a person at a terminal.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kplace/cycle/scheduler.h"
 
@@ -12,8 +13,24 @@ struct TableOptions {
   bool color = false;  // ANSI colours (only for a terminal)
   cycle::TieBreak tie_break = cycle::TieBreak::kHeap;
   int32_t num_nodes = 0;  // nodes in the cluster, for the count of nodes never visited
-  bool wide = false;      // also the columns of score plugins that gave every listed node 0
+  bool wide = false;      // every score plugin's raw, normalized and weighted columns, zeros too
+  // Lines wider than this (0: no limit) make the score table compact: weighted scores
+  // under plugins' initials, with a legend; lists wrap at it.
+  int32_t width = 0;
 };
+
+/** Stdout's terminal width in columns (TIOCGWINSZ); 0 when stdout is no terminal. */
+int32_t TerminalColumns();
+/** $COLUMNS when it is a positive number, else 0 (no limit). */
+int32_t ColumnsFromEnvironment();
+
+/** `lead`, then `items` one space apart, each but the last followed by `after_each` (","
+ *  for a list, "" for words), in lines of at most `width` (0: one line); a line that
+ *  breaks goes on after `indent` spaces. An item is never split. Ends with a newline. */
+std::string Flow(const std::string& lead, const std::vector<std::string>& items, const std::string& after_each,
+                 int32_t width, size_t indent);
+/** `text` split into words at its spaces (for Flow). */
+std::vector<std::string> Words(const std::string& text);
 
 /** One pod's decision: the chosen node and why (or the unschedulable message), the top
  *  scored nodes with each score plugin's raw, normalized and weighted score and the total

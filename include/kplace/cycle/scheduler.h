@@ -18,6 +18,7 @@
 #include "kplace/engine/plugin.h"
 #include "kplace/framework/types.h"
 #include "kplace/model/objects.h"
+#include "kplace/model/requests.h"
 #include "kplace/state/cluster_state.h"
 
 namespace kplace::cycle {
@@ -86,6 +87,7 @@ struct NodeExplanation {
   std::string node;
   std::string filter_plugin;  // first rejecting plugin, "" when feasible or not visited
   PluginStatus filter;        // its status
+  std::vector<InsufficientResource> insufficient;  // the amounts behind its resource reasons
   bool visited = false;
   bool scored = false;
   std::vector<int64_t> raw, normalized, weighted;  // per score plugin of the profile

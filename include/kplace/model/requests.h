@@ -2,6 +2,7 @@
 // A pod's effective resource request and a node's aggregates, as NodeResourcesFit and
 // BalancedAllocation compute them (noderesources.md §2-§4). Host-safe.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -61,5 +62,23 @@ bool SameRequests(const Pod& a, const Pod& b);
 
 NodeResources ComputeNodeResources(const Node& node, const std::vector<const Pod*>& pods,
                                    bool pod_level_resources);
+
+/** A resource a pod asks more of than a node has free (upstream's InsufficientResource). */
+struct InsufficientResource {
+  std::string resource;    // "pods", "cpu", "memory", "ephemeral-storage" or a scalar's name
+  int64_t requested = 0;   // cpu in millicores, the others in units (pods: 1)
+  int64_t used = 0;        // what the node's pods request
+  int64_t capacity = 0;    // the node's allocatable
+};
+
+/** @brief NodeResourcesFit's check (noderesources.md §5): "pods" when the node holds its
+ *  allocatable pod count already, then each of cpu, memory, ephemeral-storage and the
+ *  scalars (by name) that `request` asks more of than is free; a request of nothing checks
+ *  no resource. Scalars for which `ignored` says true are not checked. */
+std::vector<InsufficientResource> InsufficientResources(const Resource& request, const NodeResources& node,
+                                                        const std::function<bool(const std::string&)>& ignored);
+
+/** Its reason as upstream words it: "Too many pods" or "Insufficient <resource>". */
+std::string InsufficientReason(const InsufficientResource& r);
 
 }  // namespace kplace
