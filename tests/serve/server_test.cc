@@ -157,5 +157,39 @@ TEST(ServerTest, StreamsGiveWhatTheUnaryCallsGive) {
   }
 }
 
+// A client that cancels an ApplyStream part way leaves nothing of it applied.
+TEST(ServerTest, ACancelledApplyStreamAppliesNothing) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  auto server = LocalServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::Placement::NewStub(
+      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  uint64_t revision = 0;
+  {
+    grpc::ClientContext ctx;
+    v1::ResetRequest req;
+    req.set_objects(StreamedCluster());
+    v1::ResetResponse resp;
+    ASSERT_TRUE(stub->Reset(&ctx, req, &resp).ok());
+    revision = resp.revision();
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ApplyResponse resp;
+    auto writer = stub->ApplyStream(&ctx, &resp);
+    v1::ApplyRequest req;
+    req.add_events(R"({"type":"DELETED","object":{"apiVersion":"v1","kind":"Node","metadata":{"name":"n0"}}})");
+    ASSERT_TRUE(writer->Write(req));
+    ctx.TryCancel();
+    EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  grpc::ClientContext ctx;
+  v1::SnapshotResponse now;
+  ASSERT_TRUE(stub->Snapshot(&ctx, v1::SnapshotRequest(), &now).ok());
+  EXPECT_EQ(now.revision(), revision);
+  EXPECT_EQ(nlohmann::json::parse(now.objects())["items"][0]["metadata"]["name"], "n0");
+}
+
 }  // namespace
 }  // namespace kplace::serve
