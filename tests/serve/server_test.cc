@@ -56,13 +56,27 @@ std::string StreamedCluster() {
   return StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}");
 }
 
+// A server on a free loopback port and a client of it.
+struct ServingOnLoopback {
+  ServingOnLoopback() : server(LocalServer::Start(Options())) {
+    if (server.ok()) {
+      stub = v1::Placement::NewStub(
+          grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+    }
+  }
+  static ServerOptions Options() {
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    return o;
+  }
+  absl::StatusOr<std::unique_ptr<LocalServer>> server;
+  std::unique_ptr<v1::Placement::Stub> stub;
+};
+
 TEST(ServerTest, StreamsGiveWhatTheUnaryCallsGive) {
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  auto server = LocalServer::Start(o);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = v1::Placement::NewStub(
-      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  ServingOnLoopback serving;
+  ASSERT_TRUE(serving.server.ok()) << serving.server.status();
+  auto& stub = serving.stub;
   {
     grpc::ClientContext ctx;
     auto reader = stub->SnapshotStream(&ctx, v1::SnapshotRequest());
@@ -159,12 +173,9 @@ TEST(ServerTest, StreamsGiveWhatTheUnaryCallsGive) {
 
 // A client that cancels an ApplyStream part way leaves nothing of it applied.
 TEST(ServerTest, ACancelledApplyStreamAppliesNothing) {
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  auto server = LocalServer::Start(o);
-  ASSERT_TRUE(server.ok()) << server.status();
-  auto stub = v1::Placement::NewStub(
-      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  ServingOnLoopback serving;
+  ASSERT_TRUE(serving.server.ok()) << serving.server.status();
+  auto& stub = serving.stub;
   uint64_t revision = 0;
   {
     grpc::ClientContext ctx;
