@@ -23,6 +23,7 @@
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/state/event.h"
+#include "kplace/whatif/whatif.h"
 
 namespace kplace::bench {
 namespace {
@@ -194,7 +195,8 @@ BENCHMARK(BM_CycleSelectHost)->Arg(5000)->Arg(50000)->UseRealTime();
 // SchedulingBasic on `nodes` nodes (engine, omp) and `count` of its measured pods; null
 // (the benchmark skipped) when either cannot be built. The cluster lives in *cluster.
 std::unique_ptr<cycle::Scheduler> SchedulingBasic(benchmark::State& state, int32_t nodes, int32_t count,
-                                                  std::unique_ptr<ObjectSet>* cluster, std::vector<Pod>* pods) {
+                                                  std::unique_ptr<ObjectSet>* cluster, std::vector<Pod>* pods,
+                                                  bool reference = false) {
   auto w = LoadWorkload("SchedulingBasic");
   if (!w.ok()) {
     state.SkipWithError(std::string(w.status().message()).c_str());
@@ -213,6 +215,7 @@ std::unique_ptr<cycle::Scheduler> SchedulingBasic(benchmark::State& state, int32
   *pods = std::move(*measured);
   cycle::Options options;
   options.backend = engine::Backend::kOmp;
+  options.reference = reference;
   auto s = cycle::Scheduler::Create(**cluster, DefaultSchedulerConfig(), options);
   if (!s.ok()) {
     state.SkipWithError(std::string(s.status().message()).c_str());
@@ -382,6 +385,48 @@ void BM_TransactionScheduleRevert(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(pods->size()) * state.iterations());
 }
 BENCHMARK(BM_TransactionScheduleRevert)->Args({5000, 0})->Args({5000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// "How many replicas of this fit?" (whatif::Replicas, scheduler-library's
+// SchedulePodsByTemplate) on SchedulingBasic's cluster: {nodes, copies, reference?}; copies
+// of its pod through the whole cycle (batched on the engine: they share a signature), then
+// undone. Items = copies placed.
+void BM_WhatIfReplicas(benchmark::State& state) {
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> pod_list;
+  auto scheduler =
+      SchedulingBasic(state, static_cast<int32_t>(state.range(0)), 1, &cluster, &pod_list, state.range(2) != 0);
+  if (!scheduler) return;
+  int64_t placed = 0;
+  for (auto _ : state) {
+    auto r = whatif::Replicas(scheduler.get(), pod_list[0], state.range(1));
+    if (!r.ok() || r->replicas != state.range(1)) return state.SkipWithError("Replicas did not place every copy");
+    placed += r->replicas;
+  }
+  state.SetItemsProcessed(placed);
+  state.SetLabel(state.range(2) ? "reference" : "engine");
+}
+BENCHMARK(BM_WhatIfReplicas)
+    ->Args({5000, 10000, 0})
+    ->Args({100000, 10000, 0})
+    ->Args({5000, 1000, 1})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// "Which nodes would this pod pass Filter on?" (whatif::CanSchedulePod) over every node of
+// SchedulingBasic's cluster: the library call the service's Fits stands on. Items = calls.
+void BM_WhatIfCanSchedulePod(benchmark::State& state) {
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> pod_list;
+  auto scheduler = SchedulingBasic(state, static_cast<int32_t>(state.range(0)), 1, &cluster, &pod_list);
+  if (!scheduler) return;
+  for (auto _ : state) {
+    auto r = whatif::CanSchedulePod(scheduler.get(), pod_list[0], {}, false);
+    if (!r.ok() || static_cast<int64_t>(r->size()) != state.range(0)) return state.SkipWithError("CanSchedulePod");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_WhatIfCanSchedulePod)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 #define KPLACE_STAGE(plugin, stage, tag)                                                                   \
   void BM_##plugin##tag(benchmark::State& state) { RunStage(state, #plugin, stage); }                      \
