@@ -3,7 +3,10 @@
 // alone, on the engine (omp) and on the scalar reference. Items = pods evaluated; the
 // issue's figure is the ratio of the two per-pod times.
 #include <benchmark/benchmark.h>
+#include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,7 +16,9 @@
 #include "kplace/cycle/scheduler.h"
 #include "kplace/model/decode.h"
 #include "kplace/serve/placement_state.h"
+#include "kplace/serve/server.h"
 #include "kplace/state/event.h"
+#include "kplace/v1/placement.grpc.pb.h"
 
 namespace kplace::serve {
 namespace {
@@ -191,6 +196,42 @@ void BM_ApplySchedulerOnly(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(n) * state.iterations());
 }
 BENCHMARK(BM_ApplySchedulerOnly)->Arg(20000)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Fits (CanSchedulePod) of one SchedulingBasic pod over every node, through a `kplace serve`
+// on loopback: what a Cluster Autoscaler-style client pays per question, transport
+// included. Counters: the latency percentiles of the calls, in microseconds.
+void BM_ServiceFits(benchmark::State& state) {
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  auto server = LocalServer::Start(o);
+  if (!server.ok()) return state.SkipWithError("cannot start the server");
+  auto stub = v1::Placement::NewStub(
+      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    v1::ResetRequest req;
+    req.set_objects(UniformCluster(static_cast<int>(state.range(0)), 1000));
+    v1::ResetResponse resp;
+    if (!stub->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
+  }
+  v1::FitsRequest ask;
+  ask.set_pod(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"q","namespace":"default"},"spec":{"containers":)"
+              R"([{"name":"c","image":"pause","resources":{"requests":{"cpu":"100m","memory":"500Mi"}}}]}})");
+  std::vector<double> micros;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext ctx;
+    v1::FitsResponse resp;
+    if (!stub->Fits(&ctx, ask, &resp).ok() || resp.fits_size() != state.range(0)) return state.SkipWithError("Fits failed");
+    micros.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(micros.begin(), micros.end());
+  auto at = [&](double q) { return micros[std::min(micros.size() - 1, static_cast<size_t>(q * micros.size()))]; };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ServiceFits)->Arg(5000)->Iterations(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace kplace::serve
