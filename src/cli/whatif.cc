@@ -1,6 +1,7 @@
 // `kplace whatif`: drain, consolidate, replicas and fits on a cluster snapshot (docs/whatif.md).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 
+#include "kplace/bench/progress.h"
 #include "kplace/cli/commands.h"
 #include "kplace/cli/flags.h"
 #include "kplace/common/strings.h"
@@ -261,7 +263,17 @@ int Drain(int argc, char** argv, bool consolidate) {
   cycle::Scheduler* scheduler = in->scheduler.get();
   std::vector<whatif::DrainResult> results;
   if (consolidate) {
-    auto r = whatif::Consolidate(scheduler, names);
+    // Progress on stderr (a bar on a terminal, else a line every 2 s): thousands of
+    // candidates take minutes.
+    bench::ProgressLine progress;
+    auto last = std::chrono::steady_clock::now();
+    auto r = whatif::Consolidate(scheduler, names, [&](size_t done, size_t total) {
+      const auto now = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(now - last).count() < progress.interval_seconds()) return;
+      progress.Update(who, static_cast<int64_t>(done), static_cast<int64_t>(total), "candidates");
+      last = now;
+    });
+    progress.Clear();
     if (!r.ok()) {
       std::fprintf(stderr, "%s: --candidates: %s\n", who, std::string(r.status().message()).c_str());
       return 1;

@@ -114,7 +114,8 @@ absl::StatusOr<DrainResult> Drain(cycle::Scheduler* scheduler, const std::vector
   return out;
 }
 
-absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates) {
+absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates,
+                                                     const std::function<void(size_t, size_t)>& done) {
   if (candidates.empty()) candidates = scheduler->state().NodeOrder();
   std::vector<DrainResult> out;
   out.reserve(candidates.size());
@@ -122,6 +123,7 @@ absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler
     absl::StatusOr<DrainResult> r = Drain(scheduler, {candidates[k]});
     if (!r.ok()) return absl::Status(r.status().code(), StrCat("candidates[", k, "]: ", r.status().message()));
     out.push_back(std::move(*r));
+    if (done) done(k + 1, candidates.size());
   }
   return out;
 }

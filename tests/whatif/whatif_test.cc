@@ -248,9 +248,12 @@ TEST(WhatIfTest, ConsolidateIsOneDrainPerCandidate) {
   Random rc = MakeRandom(77, 30);
   auto s = Make(rc.cluster, false);
   const std::string before = StateOf(*s);
-  auto all = Consolidate(s.get(), {});
+  std::vector<std::pair<size_t, size_t>> heard;  // the progress callback, once per candidate
+  auto all = Consolidate(s.get(), {}, [&](size_t done, size_t total) { heard.push_back({done, total}); });
   ASSERT_TRUE(all.ok()) << all.status();
   ASSERT_EQ(all->size(), 30u);
+  ASSERT_EQ(heard.size(), 30u);
+  for (size_t k = 0; k < heard.size(); ++k) EXPECT_EQ(heard[k], std::make_pair(k + 1, size_t{30}));
   EXPECT_EQ(StateOf(*s), before);
   const std::vector<std::string> order = s->state().NodeOrder();
   int64_t removable = 0;

@@ -4,6 +4,7 @@
 // it was (objects, node order, start index), and each answer is what the plain cycle decides
 // on the equivalent cluster (docs/whatif.md).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,8 +44,9 @@ absl::StatusOr<DrainResult> Drain(cycle::Scheduler* scheduler, const std::vector
 
 /** @brief Drain of each candidate on its own, against the otherwise unchanged state: which
  *  nodes can go and where their pods would land. `candidates` empty: every node, in
- *  node-tree order. */
-absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates);
+ *  node-tree order. `done` (may be empty) hears of each candidate finished: (done, total). */
+absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates,
+                                                     const std::function<void(size_t, size_t)>& done = {});
 
 struct ReplicasResult {
   int64_t replicas = 0;                    // copies placed before the first that was not
