@@ -2,6 +2,7 @@
 // (docs/whatif.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -472,8 +473,8 @@ int ScaleUp(int argc, char** argv) {
               "new node of the first template whose empty node it fits. Writes the new nodes per template\n"
               "and each pending pod's node or why it stays pending (docs/whatif.md).");
   Common common(flags);
-  std::vector<std::string>& pod_files = flags.List("pods", "pending pods (JSON or YAML; repeatable)");
-  std::vector<std::string>& template_files = flags.List("node-template", "node template: a Node, or several (repeatable; tried in the order given)");
+  std::vector<std::string>& pod_files = flags.List("pods", "pending pods (JSON or YAML)");
+  std::vector<std::string>& template_files = flags.List("node-template", "node templates: a Node or a List of them, tried in the order given");
   int64_t& max_nodes = flags.Int("max-nodes", 1000, "add at most this many new nodes over all templates");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   if (pod_files.empty() || template_files.empty()) {
@@ -509,8 +510,12 @@ int ScaleUp(int argc, char** argv) {
       }
       on_new += added.count(p.node);
     }
-    text = "TEMPLATE  NEW NODES\n";
-    for (const Node& t : *templates) text += StrCat(t.meta.name, "  ", r->new_nodes.at(t.meta.name), "\n");
+    size_t width = 8;  // "TEMPLATE"
+    for (const Node& t : *templates) width = std::max(width, t.meta.name.size());
+    text = StrCat("TEMPLATE", std::string(width - 8 + 2, ' '), "NEW NODES\n");
+    for (const Node& t : *templates) {
+      text += StrCat(t.meta.name, std::string(width - t.meta.name.size() + 2, ' '), r->new_nodes.at(t.meta.name), "\n");
+    }
     text += StrCat(static_cast<int64_t>(r->pods.size()) - left - on_new, " pod(s) on existing nodes, ", on_new,
                    " on new nodes, ", left, " pending\n");
     for (const auto& [reason, n] : reasons) text += StrCat("  ", n, " pod(s): ", reason, "\n");
