@@ -456,6 +456,9 @@ TEST(ScaleUpTest, ByHand) {
     Pod gated = *DecodePod(PendingJson("gated", "1", "web", ""), "test");
     gated.scheduling_gates = {"example.com/wait"};
     pending.push_back(gated);
+    Pod other = *DecodePod(PendingJson("other", "1", "web", ""), "test");
+    other.scheduler_name = "batch";
+    pending.push_back(other);
     const std::vector<Node> templates = {MakeNode("pool", "z1", "4")};
     auto r = ScaleUp(s.get(), pending, templates);
     ASSERT_TRUE(r.ok()) << r.status();
@@ -466,13 +469,20 @@ TEST(ScaleUpTest, ByHand) {
               "\ndefault/web-0 -> b [Success] "
               "\ndefault/web-1 -> pool-0 [Success] "
               "\ndefault/web-2 -> pool-1 [Success] "
-              "\ndefault/gated ->  [UnschedulableAndUnresolvable] waiting for scheduling gates: [example.com/wait] gated");
+              "\ndefault/gated ->  [UnschedulableAndUnresolvable] waiting for scheduling gates: [example.com/wait] gated"
+              "\ndefault/other ->  [Skip] left alone: no profile has schedulerName \"batch\" other");
+    // Nested in an open transaction, as the other what-ifs.
+    ASSERT_TRUE(s->state().Begin().ok());
+    auto nested = ScaleUp(s.get(), pending, templates);
+    ASSERT_TRUE(nested.ok()) << nested.status();
+    EXPECT_EQ(Plan(*nested), Plan(*r));
+    ASSERT_TRUE(s->state().Revert().ok());
     ASSERT_EQ(r->nodes.size(), 2u);
     EXPECT_EQ(r->nodes[1].meta.labels.at("kubernetes.io/hostname"), "pool-1");
     // The limit: one new node, the third web pod stays pending.
     auto one = ScaleUp(s.get(), pending, templates, ScaleUpOptions{1});
     ASSERT_TRUE(one.ok());
-    ASSERT_EQ(one->pods.size(), 5u);
+    ASSERT_EQ(one->pods.size(), 6u);
     EXPECT_EQ(one->new_nodes.at("pool"), 1);
     EXPECT_EQ(one->pods[3].message, "no new node: the scale-up's limit of 1 new nodes is reached");
     EXPECT_EQ(StateOf(*s), before);
