@@ -623,7 +623,7 @@ class InterPodAffinity final : public engine::Plugin {
     } else {
       UploadDomainChanges(changed);
     }
-    ForgetKept();
+    KeepAcrossJoin();
     return true;
   }
 
@@ -761,15 +761,42 @@ class InterPodAffinity final : public engine::Plugin {
     s.skip = s.existing_total == 0 && x.affinity.empty() && x.anti.empty();
     s.self_match = !x.affinity.empty();
     for (const Term& t : x.affinity) s.self_match = s.self_match && t.Matches(x.ns, x.labels, {});
-    if (s.skip) return s;
-    for (std::vector<SlotCounts>* group : {&s.affinity, &s.anti, &s.existing}) {
+    if (!s.skip) LayOut(&s);
+    return s;
+  }
+
+  // The tables one after another (A, N, E) in `present`, each key with its offset.
+  static void LayOut(FilterState* s) {
+    s->keys.clear();
+    s->present.clear();
+    for (std::vector<SlotCounts>* group : {&s->affinity, &s->anti, &s->existing}) {
       for (SlotCounts& c : *group) {
-        c.offset = static_cast<int32_t>(s.present.size());
-        s.keys.push_back(IpaKeyTable{c.slot, c.offset});
-        for (int64_t v : c.counts) s.present.push_back(v > 0 ? 1 : 0);
+        c.offset = static_cast<int32_t>(s->present.size());
+        s->keys.push_back(IpaKeyTable{c.slot, c.offset});
+        for (int64_t v : c.counts) s->present.push_back(v > 0 ? 1 : 0);
       }
     }
-    return s;
+  }
+
+  // A node joined with no pods: every count stays, and a domain it opened counts 0. The
+  // filter state kept for replicas takes those zeros into its tables, laid out as
+  // BuildFilter lays them out, instead of being rebuilt at the next replica: a scale-up
+  // joins a node per replica. The score state goes.
+  void KeepAcrossJoin() {
+    FilterState& s = filter_state_;
+    if (!s.valid) return ForgetKept();
+    score_state_.valid = false;
+    bool grew = false;
+    for (std::vector<SlotCounts>* group : {&s.affinity, &s.anti, &s.existing}) {
+      for (SlotCounts& c : *group) {
+        if (c.slot < 0 || c.counts.size() >= static_cast<size_t>(slot_domains_[c.slot])) continue;
+        c.counts.resize(static_cast<size_t>(slot_domains_[c.slot]), 0);
+        grew = true;
+      }
+    }
+    if (!grew || s.skip) return;
+    LayOut(&s);
+    UploadAll(s);
   }
 
   // Counts the binds since `s` was computed into it, as the full rebuild would see them

@@ -1,12 +1,15 @@
-// `kplace whatif`: drain, consolidate, replicas and fits on a cluster snapshot (docs/whatif.md).
+// `kplace whatif`: drain, consolidate, replicas, fits and scale-up on a cluster snapshot
+// (docs/whatif.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,7 +40,8 @@ constexpr char kUsage[] =
     "  drain        delete nodes and re-place the pods the drain evicts: is it drainable, where do they go\n"
     "  consolidate  the drain of each candidate node on its own: which nodes can go\n"
     "  replicas     how many copies of a pod fit, and on which nodes\n"
-    "  fits         the nodes a pod passes Filter on, every other node's reason; or the first that fits\n";
+    "  fits         the nodes a pod passes Filter on, every other node's reason; or the first that fits\n"
+    "  scale-up     how many new nodes of each template pending pods need, and where each pod goes\n";
 
 // What every question shares: the cluster, the configuration and the engine.
 struct Common {
@@ -403,6 +407,140 @@ int Fits(int argc, char** argv) {
   return Write(text, *common.out_file, who);
 }
 
+// `file` of `flag` decoded into *set; false after saying why on stderr.
+bool DecodeFlagFile(const std::string& file, const char* flag, const char* who, ObjectSet* set) {
+  if (absl::Status s = DecodeFile(file, set); !s.ok()) {
+    std::fprintf(stderr, "%s: %s %s\n", who, flag, std::string(s.message()).c_str());
+    return false;
+  }
+  return true;
+}
+
+// The pending pods of --pods: each file's pods, none bound and none given twice, their
+// priorities resolved; nullopt after saying why (file, pod, field) on stderr.
+std::optional<std::vector<Pod>> LoadPending(const std::vector<std::string>& files, const ObjectSet& cluster, const char* who) {
+  std::vector<Pod> out;
+  std::map<std::string, std::string> seen;  // key -> file
+  for (const std::string& f : files) {
+    ObjectSet set;
+    if (!DecodeFlagFile(f, "--pods", who, &set)) return std::nullopt;
+    if (!set.nodes.empty()) {
+      std::fprintf(stderr, "%s: --pods %s: Node %s: pending pods only (templates go in --node-template)\n", who, f.c_str(),
+                   set.nodes[0].meta.name.c_str());
+      return std::nullopt;
+    }
+    for (const Pod& p : set.pods) {
+      const std::string key = ObjectKey(p.meta);
+      if (!p.node_name.empty()) {
+        std::fprintf(stderr, "%s: --pods %s: Pod %s: spec.nodeName is set (%s): a pending pod has none\n", who, f.c_str(),
+                     key.c_str(), p.node_name.c_str());
+        return std::nullopt;
+      }
+      if (auto [it, fresh] = seen.emplace(key, f); !fresh) {
+        std::fprintf(stderr, "%s: --pods %s: Pod %s is given twice (also in %s)\n", who, f.c_str(), key.c_str(),
+                     it->second.c_str());
+        return std::nullopt;
+      }
+    }
+    if (absl::Status s = ResolvePriorities(cluster, &set.pods, f); !s.ok()) {
+      std::fprintf(stderr, "%s: --pods %s\n", who, std::string(s.message()).c_str());
+      return std::nullopt;
+    }
+    for (Pod& p : set.pods) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// The Nodes of --node-template, in the order given, each name once; nullopt after saying
+// why on stderr.
+std::optional<std::vector<Node>> LoadTemplates(const std::vector<std::string>& files, const char* who) {
+  std::vector<Node> out;
+  std::map<std::string, std::string> seen;  // name -> file
+  for (const std::string& f : files) {
+    ObjectSet set;
+    if (!DecodeFlagFile(f, "--node-template", who, &set)) return std::nullopt;
+    if (set.nodes.empty() || !set.pods.empty()) {
+      std::fprintf(stderr, "%s: --node-template %s: expected Nodes only, got %zu Node(s) and %zu Pod(s)\n", who, f.c_str(),
+                   set.nodes.size(), set.pods.size());
+      return std::nullopt;
+    }
+    for (Node& n : set.nodes) {
+      if (auto [it, fresh] = seen.emplace(n.meta.name, f); !fresh) {
+        std::fprintf(stderr, "%s: --node-template %s: Node %s: metadata.name is taken by a template in %s\n", who, f.c_str(),
+                     n.meta.name.c_str(), it->second.c_str());
+        return std::nullopt;
+      }
+      out.push_back(std::move(n));
+    }
+  }
+  return out;
+}
+
+int ScaleUp(int argc, char** argv) {
+  const char* who = "kplace whatif scale-up";
+  Flags flags("whatif scale-up",
+              "How many new nodes of each template the pending pods need (Cluster Autoscaler's binpacking\n"
+              "estimator, with the scheduler's own PreFilter and Filter): pods grouped by controller and\n"
+              "spec, largest group first; each pod on the first node it fits (existing or added), else a\n"
+              "new node of the first template whose empty node it fits. Writes the new nodes per template\n"
+              "and each pending pod's node or why it stays pending (docs/whatif.md).");
+  Common common(flags);
+  std::vector<std::string>& pod_files = flags.List("pods", "pending pods (JSON or YAML)");
+  std::vector<std::string>& template_files = flags.List("node-template", "node templates: a Node or a List of them, tried in the order given");
+  int64_t& max_nodes = flags.Int("max-nodes", 1000, "add at most this many new nodes over all templates");
+  if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
+  if (pod_files.empty() || template_files.empty()) {
+    std::fprintf(stderr, "%s: --pods and --node-template are required (see --help)\n", who);
+    return 2;
+  }
+  if (max_nodes < 0) {
+    std::fprintf(stderr, "%s: --max-nodes must not be negative, got %lld\n", who, static_cast<long long>(max_nodes));
+    return 2;
+  }
+  int rc = 0;
+  std::unique_ptr<Loaded> in = Load(common, who, nullptr, &rc);
+  if (!in) return rc;
+  const std::optional<std::vector<Pod>> pending = LoadPending(pod_files, in->cluster, who);
+  if (!pending) return 1;
+  const std::optional<std::vector<Node>> templates = LoadTemplates(template_files, who);
+  if (!templates) return 1;
+  auto r = whatif::ScaleUp(in->scheduler.get(), *pending, *templates, whatif::ScaleUpOptions{max_nodes});
+  if (!r.ok()) {
+    std::fprintf(stderr, "%s: %s\n", who, std::string(r.status().message()).c_str());
+    return 1;
+  }
+  std::string text;
+  if (in->table) {
+    std::set<std::string> added;
+    for (const Node& n : r->nodes) added.insert(n.meta.name);
+    int64_t on_new = 0, left = 0;
+    std::map<std::string, int64_t> reasons;
+    for (const cycle::Placement& p : r->pods) {
+      if (p.node.empty()) {
+        ++left;
+        ++reasons[p.message];
+      }
+      on_new += added.count(p.node);
+    }
+    size_t width = 8;  // "TEMPLATE"
+    for (const Node& t : *templates) width = std::max(width, t.meta.name.size());
+    text = StrCat("TEMPLATE", std::string(width - 8 + 2, ' '), "NEW NODES\n");
+    for (const Node& t : *templates) {
+      text += StrCat(t.meta.name, std::string(width - t.meta.name.size() + 2, ' '), r->new_nodes.at(t.meta.name), "\n");
+    }
+    text += StrCat(static_cast<int64_t>(r->pods.size()) - left - on_new, " pod(s) on existing nodes, ", on_new,
+                   " on new nodes, ", left, " pending\n");
+    for (const auto& [reason, n] : reasons) text += StrCat("  ", n, " pod(s): ", reason, "\n");
+  } else {
+    std::map<std::string, std::string> scheduler_of;
+    for (const Pod& p : *pending) scheduler_of[ObjectKey(p.meta)] = p.scheduler_name;
+    json pods = json::array();
+    for (const cycle::Placement& p : r->pods) pods.push_back(cycle::PlacementJson(p, false, ProfileOf(in->config, scheduler_of.at(p.pod))));
+    text = json{{"newNodes", r->new_nodes}, {"pending", pods}}.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  }
+  return Write(text, *common.out_file, who);
+}
+
 }  // namespace
 
 int RunWhatIf(int argc, char** argv) {
@@ -411,6 +549,7 @@ int RunWhatIf(int argc, char** argv) {
   if (question == "consolidate") return Drain(argc - 1, argv + 1, true);
   if (question == "replicas") return Replicas(argc - 1, argv + 1);
   if (question == "fits") return Fits(argc - 1, argv + 1);
+  if (question == "scale-up") return ScaleUp(argc - 1, argv + 1);
   const bool help = question == "--help" || question == "-h" || question == "help";
   if (question.empty()) {
     std::fputs("kplace whatif: a question is required\n\n", stderr);

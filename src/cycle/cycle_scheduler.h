@@ -58,6 +58,7 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
 
   Placement Schedule(const Pod& pod) override;
   absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit) override;
+  absl::Status Assume(const Pod& pod, const std::string& node) override;
   state::ClusterState& state() override { return state_; }
   const state::ClusterState& state() const override { return state_; }
   const SchedulerConfig& config() const override { return config_; }
@@ -104,6 +105,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   // filter.cc: Filter on named nodes, and the per-node status the scan shares with it.
   // Node i's status for `pod`: with the nominated pods that count there (`nominated_on`)
   // through the reference's dry-run host (made once, into *host), else the evaluator's.
+  // The evaluator of the profile that schedules `pod`, a pod the cluster does not hold bound.
+  absl::StatusOr<size_t> PendingProfile(const Pod& pod) const;
   PluginStatus NodeStatus(const Pod& pod, Evaluator* ev, size_t ev_index, const std::vector<bool>& nominated_on,
                           std::unique_ptr<ReferenceDryRunHost>* host, NodeIndex i, std::string* plugin);
   void Bind(const Pod& pod, NodeIndex host);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cycle_scheduler.h"
+#include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/decode.h"
 
@@ -21,8 +22,7 @@ PluginStatus CycleScheduler::NodeStatus(const Pod& pod, Evaluator* ev, size_t ev
   return s;
 }
 
-absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, const std::vector<std::string>& nodes,
-                                                            bool first_fit) {
+absl::StatusOr<size_t> CycleScheduler::PendingProfile(const Pod& pod) const {
   size_t ev_index = evaluators_.size();
   for (size_t e = 0; e < evaluators_.size(); ++e) {
     if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) ev_index = e;
@@ -34,6 +34,21 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
   if (const Pod* bound = state_.FindBoundPod(key)) {
     return absl::InvalidArgumentError(StrCat("Pod ", key, " is already bound to node ", bound->node_name));
   }
+  return ev_index;
+}
+
+absl::Status CycleScheduler::Assume(const Pod& pod, const std::string& node) {
+  KPLACE_RETURN_IF_ERROR(PendingProfile(pod).status());
+  const NodeIndex i = state_.Row(node);
+  if (i == engine::kNoId) return absl::InvalidArgumentError(StrCat("Node ", node, " is not in the cluster"));
+  if (!batches_.empty()) RestartAllBatches();  // a bind no run made: runs start again
+  Bind(pod, i);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, const std::vector<std::string>& nodes,
+                                                            bool first_fit) {
+  KPLACE_ASSIGN_OR_RETURN(const size_t ev_index, PendingProfile(pod));
   std::vector<NodeIndex> rows;
   for (size_t k = 0; k < nodes.size(); ++k) {
     const NodeIndex i = state_.Row(nodes[k]);

@@ -684,4 +684,18 @@ absl::StatusOr<std::vector<cycle::NodeFit>> PlacementState::Fits(std::string_vie
   return whatif::CanSchedulePod(scheduler_.get(), p, nodes, first_fit);
 }
 
+absl::StatusOr<whatif::ScaleUpResult> PlacementState::ScaleUp(std::string_view pods, std::string_view node_templates,
+                                                             const whatif::ScaleUpOptions& options,
+                                                             const Precondition& expected) {
+  KPLACE_RETURN_IF_ERROR(Check(expected));
+  KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(pods, /*keep_json=*/false));
+  ObjectSet templates;
+  KPLACE_RETURN_IF_ERROR(DecodeText(node_templates, "node_templates", &templates));
+  if (templates.nodes.empty() || !templates.pods.empty()) {
+    return absl::InvalidArgumentError(StrCat("node_templates: expected Nodes only, got ", templates.nodes.size(), " Node(s) and ",
+                                             templates.pods.size(), " Pod(s)"));
+  }
+  return whatif::ScaleUp(scheduler_.get(), req.decoded.pods, templates.nodes, options);
+}
+
 }  // namespace kplace::serve

@@ -151,6 +151,17 @@ class PlacementService final : public v1::Placement::Service {
                     });
     });
   }
+  grpc::Status ScaleUp(grpc::ServerContext* ctx, const v1::ScaleUpRequest* req, v1::ScaleUpResponse* resp) override {
+    return Observed("ScaleUp", [&] {
+      whatif::ScaleUpOptions options;
+      if (req->has_max_nodes()) options.max_nodes = req->max_nodes();
+      return WhatIf(ctx, resp, [&] { return state_.ScaleUp(req->pods(), req->node_templates(), options, Expected(*req)); },
+                    [&](const whatif::ScaleUpResult& r) {
+                      for (const auto& [t, n] : r.new_nodes) (*resp->mutable_new_nodes())[t] = n;
+                      for (const cycle::Placement& p : r.pods) FillPlacement(p, resp->add_pending());
+                    });
+    });
+  }
 
  private:
   // Every call is counted by its status code and timed, lock wait included.

@@ -9,33 +9,10 @@
 #include "kplace/model/decode.h"
 #include "kplace/plugins/volume_common.h"
 #include "kplace/state/event.h"
+#include "fork.h"
 
 namespace kplace::whatif {
 namespace {
-
-// Reverts the transaction it opened however the what-if ends: the state is left as found.
-class Fork {
- public:
-  explicit Fork(state::ClusterState* state) : state_(state) {}
-  absl::Status Begin() {
-    KPLACE_RETURN_IF_ERROR(state_->Begin());
-    open_ = true;
-    return absl::OkStatus();
-  }
-  absl::Status Revert() {
-    open_ = false;
-    return state_->Revert();
-  }
-  ~Fork() {
-    if (open_) (void)state_->Revert();
-  }
-  Fork(const Fork&) = delete;
-  Fork& operator=(const Fork&) = delete;
-
- private:
-  state::ClusterState* state_;
-  bool open_ = false;
-};
 
 // The Eviction API's view: a budget selects the pods of its namespace its selector matches
 // (an empty selector every one, a null one none); a pod already in status.disruptedPods is

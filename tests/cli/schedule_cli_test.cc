@@ -161,6 +161,51 @@ TEST_F(ScheduleCliTest, WhatIfDrainConsolidateAndReplicas) {
   EXPECT_EQ(Run({"whatif", "replicas", "--cluster", cluster, "--pod", cluster}, &out), 1);
 }
 
+// `kplace whatif scale-up`, checked by hand: a (4 CPU) holds web-0 (3); three pending 3-CPU
+// pods of one ReplicaSet: one on b, then a new 4-CPU template node each for the other two;
+// a 6-CPU pod fits no template. The JSON contract: newNodes and pending placements.
+TEST_F(ScheduleCliTest, WhatIfScaleUp) {
+  json web0 = Pod("web-0", "3");
+  web0["spec"]["nodeName"] = "a";
+  const std::string cluster = Write("cluster.json", List({Node("a"), Node("b"), web0}));
+  json pending = json::array();
+  for (int k = 1; k <= 3; ++k) {
+    json p = Pod("web-" + std::to_string(k), "3");
+    p["metadata"]["ownerReferences"] = json::array(
+        {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web"}, {"uid", "u-web"}, {"controller", true}}});
+    pending.push_back(p);
+  }
+  pending.push_back(Pod("huge", "6"));
+  const std::string pods = Write("pods.json", List(pending));
+  json tmpl = Node("pool");
+  tmpl["metadata"]["labels"].erase("kubernetes.io/hostname");  // each new node gets its own
+  const std::string pool = Write("pool.json", tmpl);
+  json out;
+  ASSERT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods, "--node-template", pool, "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["newNodes"], json::parse(R"({"pool": 2})"));
+  ASSERT_EQ(out["pending"].size(), 4u) << out.dump();
+  EXPECT_EQ(out["pending"][0]["pod"], "default/huge");
+  EXPECT_EQ(out["pending"][0]["node"], nullptr);
+  EXPECT_EQ(out["pending"][0]["status"], "Unschedulable");
+  EXPECT_EQ(out["pending"][0]["message"], "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out["pending"][1]["node"], "b");
+  EXPECT_EQ(out["pending"][1]["status"], "Scheduled");
+  EXPECT_EQ(out["pending"][2]["node"], "pool-0");
+  EXPECT_EQ(out["pending"][3]["node"], "pool-1");
+  ASSERT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods, "--node-template", pool, "--max-nodes", "1",
+                 "--output", "json"}, &out), 0);
+  EXPECT_EQ(out["newNodes"], json::parse(R"({"pool": 1})"));
+  EXPECT_EQ(out["pending"][3]["message"], "no new node: the scale-up's limit of 1 new nodes is reached");
+  // Mistakes, named by file, object and field: a bound pod among the pending, pods as a
+  // template, a template named twice, missing flags.
+  const std::string bound = Write("bound.json", List({web0}));
+  EXPECT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", bound, "--node-template", pool}, &out), 1);
+  EXPECT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods, "--node-template", pods}, &out), 1);
+  EXPECT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods, "--node-template", pool, "--node-template", pool}, &out), 1);
+  EXPECT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods}, &out), 2);
+  EXPECT_EQ(Run({"whatif", "scale-up", "--cluster", cluster, "--pods", pods, "--node-template", pool, "--max-nodes", "-1"}, &out), 2);
+}
+
 TEST_F(ScheduleCliTest, GpuTaintTakesOnlyToleratingPods) {
   json nodes = json::array({Node("cpu-1"), Node("gpu-1", json::object(),
                                                  json::array({{{"key", "hardware"}, {"value", "gpu"}, {"effect", "NoSchedule"}}}))});

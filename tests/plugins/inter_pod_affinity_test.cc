@@ -684,6 +684,32 @@ TEST(InterPodAffinityTest, ReplicasReplayBindsInsteadOfRebuilding) {
   EXPECT_EQ(engine.Run(web).filter[0], PluginStatus::Make(Code::kUnschedulable, kAntiReason));
 }
 
+// A scale-up's shape: a node joins before each replica, in a zone that exists or a new one.
+// The PreFilter tables kept for the replicas take the joins' new domains instead of being
+// rebuilt, and every replay equals a full rebuild (the self-check) and the reference.
+TEST(InterPodAffinityTest, ReplicasKeepTheirTablesAcrossNodeJoins) {
+  IncrementalCheck check;
+  ObjectSet c = HostsInThreeZones(12);
+  EngineRunner engine(c, Args(1));
+  ReferenceRunner reference(c, Args(1));
+  for (int k = 0; k < 30; ++k) {
+    const std::string name = "joined-" + std::to_string(k);
+    const Node node = TopoNode(name, {{"kubernetes.io/hostname", name}, {"zone", "z" + std::to_string(k % 5)}});
+    const int32_t i = engine.AddNode(node);
+    reference.AddNode(node);
+    Pod pod = WebReplica("web-" + std::to_string(k));
+    Outcome e = engine.Run(pod, true);
+    ASSERT_EQ(DiffOutcomes(e, reference.Run(pod, true)), "") << k;
+    ASSERT_EQ(e.filter[i], PluginStatus::Success()) << k;  // the new node repels nothing
+    engine.Bind(pod, i);
+    reference.Bind(pod, i);
+  }
+  const IncrementalCheck::Counts n = check.Since();
+  EXPECT_EQ(n.mismatches, 0);
+  EXPECT_EQ(n.prefilter_rebuilt, 2);  // the first replica, and the second (E appears with the first's bind)
+  EXPECT_EQ(n.prefilter_incremental, 28);
+}
+
 // A template whose terms often select its own labels, so its replicas see each other.
 Pod ReplicaTemplate(Gen& g) {
   Pod p = g.RandomPod("tmpl", 1.0, 0.0);

@@ -319,11 +319,25 @@ class ServeTest(unittest.TestCase):
         replicas = self.stub.Replicas(pb.ReplicasRequest(pod=json.dumps(pod("copy", "1")), max=10))
         self.assertEqual((replicas.replicas, dict(replicas.per_node)), (3, {"a": 1, "b": 2}))
         self.assertEqual((replicas.stopped_by.pod, replicas.stopped_by.node), ("default/copy-whatif-3", ""))
+        # a has 1 CPU left, b 2: two 2-CPU pods, one on b, one on a new 4-CPU node; 8 CPUs fit none.
+        pool = node("pool")
+        del pool["metadata"]["labels"]
+        scale = self.stub.ScaleUp(pb.ScaleUpRequest(pods=listing([pod("s1", "2"), pod("s2", "2"), pod("s3", "8")]),
+                                                    node_templates=json.dumps(pool), expected_revision=rev))
+        self.assertEqual((scale.revision, dict(scale.new_nodes)), (rev, {"pool": 1}))
+        self.assertEqual([(p.pod, p.node, p.code) for p in scale.pending],
+                         [("default/s3", "", "Unschedulable"), ("default/s1", "b", "Success"),
+                          ("default/s2", "pool-0", "Success")])
+        self.assertEqual(scale.pending[0].message, "0/1 nodes are available: 1 Insufficient cpu.")
+        none = self.stub.ScaleUp(pb.ScaleUpRequest(pods=listing([pod("s1", "3")]), node_templates=json.dumps(pool),
+                                                   max_nodes=0))
+        self.assertEqual((dict(none.new_nodes), none.pending[0].node), ({"pool": 0}, ""))
         self.assertEqual(self.snapshot(), (rev, snap))
         for call, req in ((self.stub.Drain, pb.DrainRequest(nodes=["nope"])),
                           (self.stub.Drain, pb.DrainRequest()),
                           (self.stub.Replicas, pb.ReplicasRequest(pod=json.dumps(pod("copy", "1")), max=0)),
-                          (self.stub.Fits, pb.FitsRequest(pod=listing([pod("x"), pod("y")])))):
+                          (self.stub.Fits, pb.FitsRequest(pod=listing([pod("x"), pod("y")]))),
+                          (self.stub.ScaleUp, pb.ScaleUpRequest(pods=listing([pod("x")]), node_templates=listing([])))):
             with self.assertRaises(grpc.RpcError) as e:
                 call(req)
             self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, e.exception.details())

@@ -209,6 +209,37 @@ TEST(PlacementStateTest, EvaluateDecidesEachPodAlone) {
   EXPECT_EQ(Names(s.Snapshot(), "Pod"), std::vector<std::string>{});
 }
 
+// ScaleUp on the service's state: a (4 CPU) fits one 3-CPU pod, the next two need a template
+// node each; the state, revision and snapshot are as before, and bad templates are named.
+TEST(PlacementStateTest, ScaleUpLeavesTheStateAsItWas) {
+  PlacementState s;
+  ASSERT_TRUE(s.Reset(List({NodeJson("a", "4"), PodJson("waiting", "1")}), "").ok());
+  const uint64_t rev = s.revision();
+  const std::string before = s.Snapshot().dump();
+  const std::string pods = List({PodJson("p", "3"), PodJson("q", "3"), PodJson("r", "3")});
+  auto r = s.ScaleUp(pods, NodeJson("pool", "4"), whatif::ScaleUpOptions{}, rev);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->new_nodes, (std::map<std::string, int64_t>{{"pool", 2}}));
+  ASSERT_EQ(r->pods.size(), 3u);
+  EXPECT_EQ(r->pods[0].node, "a");
+  EXPECT_EQ(r->pods[1].node, "pool-0");
+  EXPECT_EQ(r->pods[2].node, "pool-1");
+  EXPECT_EQ(s.revision(), rev);
+  EXPECT_EQ(s.Snapshot().dump(), before);
+  auto limited = s.ScaleUp(pods, List({NodeJson("pool", "4")}), whatif::ScaleUpOptions{0}, rev);
+  ASSERT_TRUE(limited.ok()) << limited.status();
+  EXPECT_EQ(limited->new_nodes.at("pool"), 0);
+  EXPECT_EQ(limited->pods[2].message, "no new node: the scale-up's limit of 0 new nodes is reached");
+  auto no_nodes = s.ScaleUp(pods, PodJson("x", "1"), whatif::ScaleUpOptions{}, rev);
+  EXPECT_TRUE(absl::IsInvalidArgument(no_nodes.status()));
+  EXPECT_NE(std::string(no_nodes.status().message()).find("node_templates"), std::string::npos) << no_nodes.status();
+  auto twice = s.ScaleUp(pods, List({NodeJson("pool", "4"), NodeJson("pool", "8")}), whatif::ScaleUpOptions{}, rev);
+  EXPECT_NE(std::string(twice.status().message()).find("templates[1]: Node pool is named twice"), std::string::npos)
+      << twice.status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s.ScaleUp(pods, NodeJson("pool", "4"), whatif::ScaleUpOptions{}, rev + 1).status()));
+  EXPECT_EQ(s.Snapshot().dump(), before);
+}
+
 TEST(PlacementStateTest, BadRequestsNameTheObjectAndChangeNothing) {
   PlacementState s;
   ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());

@@ -1,6 +1,7 @@
 #pragma once
 // Builders and runners for InterPodAffinity tests: pods with (anti-)affinity terms, and
 // one-plugin runners for the engine and the reference that keep a cluster across binds.
+#include <deque>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -149,9 +150,17 @@ class EngineRunner {
   }
 
   void Bind(const Pod& pod, int32_t node) { fw_->Bind(snapshot_.Bind(pod, node), node); }
+  /** `node` joins (no pods); returns its index. */
+  int32_t AddNode(const Node& node) {
+    joined_.push_back(node);
+    const int32_t i = snapshot_.AddNode(&joined_.back());
+    fw_->AddNode(i);
+    return i;
+  }
   engine::Snapshot& snapshot() { return snapshot_; }
 
  private:
+  std::deque<Node> joined_;  // what the snapshot points to (declared first: outlives it)
   engine::Snapshot snapshot_;
   std::unique_ptr<engine::Framework> fw_;
 };
@@ -192,6 +201,7 @@ class ReferenceRunner {
     objects_.pods.push_back(pod);
     objects_.pods.back().node_name = objects_.nodes[node].meta.name;
   }
+  void AddNode(const Node& node) { objects_.nodes.push_back(node); }
 
  private:
   ObjectSet objects_;

@@ -416,5 +416,261 @@ TEST(WhatIfTest, CanSchedulePodAgreesWithTheCycleAndTheReferenceRandomized) {
   EXPECT_TRUE(absl::IsInvalidArgument(CanSchedulePod(s.get(), other).status()));
 }
 
+// --- scale-up ------------------------------------------------------------------------
+
+// A pending pod of ReplicaSet `rs` (empty: no controller).
+json PendingJson(const std::string& name, const std::string& cpu, const std::string& app, const std::string& rs) {
+  json j = PodJson(name, "", cpu, app);
+  if (!rs.empty()) {
+    j["metadata"]["ownerReferences"] =
+        json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", rs}, {"uid", rs}, {"controller", true}}});
+  }
+  return j;
+}
+
+void AntiAffineOnHostname(json* j) {
+  (*j)["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = json::array(
+      {{{"labelSelector", {{"matchLabels", {{"app", (*j)["metadata"]["labels"]["app"]}}}}}, {"topologyKey", "kubernetes.io/hostname"}}});
+}
+
+std::string Plan(const ScaleUpResult& r) {
+  std::string out;
+  for (const auto& [t, n] : r.new_nodes) out += StrCat(t, "=", n, " ");
+  for (const cycle::Placement& p : r.pods) {
+    out += StrCat("\n", p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, p.gated ? " gated" : "",
+                  p.other_scheduler ? " other" : "");
+  }
+  return out;
+}
+
+// By hand: a (4 CPU) holds 2 CPU, b (4 CPU) is empty; the template has 4 CPU. The 8-CPU pod
+// is tried first (largest) and fits not even an empty template node; web's three 3-CPU
+// pods: one on b, then a new node each.
+TEST(ScaleUpTest, ByHand) {
+  for (bool reference : {false, true}) {
+    ObjectSet cluster;
+    cluster.nodes = {MakeNode("a", "z1", "4"), MakeNode("b", "z1", "4")};
+    cluster.pods = {MakePod("used", "a", "2")};
+    auto s = Make(cluster, reference);
+    const std::string before = StateOf(*s);
+    std::vector<Pod> pending;
+    for (int k = 0; k < 3; ++k) pending.push_back(*DecodePod(PendingJson(StrCat("web-", k), "3", "web", "web"), "test"));
+    pending.push_back(*DecodePod(PendingJson("huge", "8", "batch", ""), "test"));
+    Pod gated = *DecodePod(PendingJson("gated", "1", "web", ""), "test");
+    gated.scheduling_gates = {"example.com/wait"};
+    pending.push_back(gated);
+    Pod other = *DecodePod(PendingJson("other", "1", "web", ""), "test");
+    other.scheduler_name = "batch";
+    pending.push_back(other);
+    const std::vector<Node> templates = {MakeNode("pool", "z1", "4")};
+    auto r = ScaleUp(s.get(), pending, templates);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(StateOf(*s), before);
+    EXPECT_EQ(Plan(*r),
+              "pool=2 "
+              "\ndefault/huge ->  [Unschedulable] 0/1 nodes are available: 1 Insufficient cpu."
+              "\ndefault/web-0 -> b [Success] "
+              "\ndefault/web-1 -> pool-0 [Success] "
+              "\ndefault/web-2 -> pool-1 [Success] "
+              "\ndefault/gated ->  [UnschedulableAndUnresolvable] waiting for scheduling gates: [example.com/wait] gated"
+              "\ndefault/other ->  [Skip] left alone: no profile has schedulerName \"batch\" other");
+    // Nested in an open transaction, as the other what-ifs.
+    ASSERT_TRUE(s->state().Begin().ok());
+    auto nested = ScaleUp(s.get(), pending, templates);
+    ASSERT_TRUE(nested.ok()) << nested.status();
+    EXPECT_EQ(Plan(*nested), Plan(*r));
+    ASSERT_TRUE(s->state().Revert().ok());
+    ASSERT_EQ(r->nodes.size(), 2u);
+    EXPECT_EQ(r->nodes[1].meta.labels.at("kubernetes.io/hostname"), "pool-1");
+    // The limit: one new node, the third web pod stays pending.
+    auto one = ScaleUp(s.get(), pending, templates, ScaleUpOptions{1});
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(one->pods.size(), 6u);
+    EXPECT_EQ(one->new_nodes.at("pool"), 1);
+    EXPECT_EQ(one->pods[3].message, "no new node: the scale-up's limit of 1 new nodes is reached");
+    EXPECT_EQ(StateOf(*s), before);
+    // Inputs named in errors.
+    std::vector<Pod> twice = {pending[0], pending[0]};
+    EXPECT_NE(std::string(ScaleUp(s.get(), twice, templates).status().message()).find("pods[1]"), std::string::npos);
+    EXPECT_TRUE(absl::IsInvalidArgument(ScaleUp(s.get(), {MakePod("x", "a", "1")}, templates).status()));
+    EXPECT_NE(std::string(ScaleUp(s.get(), pending, {templates[0], templates[0]}).status().message()).find("templates[1]"),
+              std::string::npos);
+    EXPECT_TRUE(absl::IsInvalidArgument(ScaleUp(s.get(), pending, templates, ScaleUpOptions{-1}).status()));
+    EXPECT_EQ(StateOf(*s), before);
+  }
+}
+
+// Several templates: the first in the given order whose empty node the pod fits. gpu nodes
+// are tainted: pods without the toleration go to the cpu template.
+TEST(ScaleUpTest, FirstTemplateWhoseEmptyNodeFits) {
+  ObjectSet cluster;
+  cluster.nodes = {MakeNode("a", "z1", "1")};
+  auto s = Make(cluster, false);
+  json tol = PendingJson("trainer-0", "2", "train", "train");
+  tol["spec"]["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+  std::vector<Pod> pending = {*DecodePod(tol, "test"), *DecodePod(PendingJson("web-0", "2", "web", "web"), "test")};
+  const std::vector<Node> templates = {MakeNode("gpu", "z1", "4", /*tainted=*/true), MakeNode("cpu", "z1", "4")};
+  auto r = ScaleUp(s.get(), pending, templates);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Plan(*r), "cpu=1 gpu=1 \ndefault/trainer-0 -> gpu-0 [Success] \ndefault/web-0 -> cpu-0 [Success] ");
+  // A pod for no template: each template's reason counted.
+  json big = PendingJson("big", "6", "web", "");
+  auto none = ScaleUp(s.get(), {*DecodePod(big, "test")}, templates);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->pods[0].message,
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).");
+  EXPECT_EQ(none->pods[0].unschedulable_plugins, (std::vector<std::string>{"NodeResourcesFit", "TaintToleration"}));
+}
+
+// Cluster Autoscaler's anti-affinity surge: every pending pod anti-affine on hostname with
+// its app, whose pods hold every existing node: one new node each, the equivalence group
+// going the last-node path (no scan of the cluster per pod).
+TEST(ScaleUpTest, AntiAffinitySurgeNeedsOneNodeEach) {
+  constexpr int kNodes = 2000, kPending = 300;
+  ObjectSet cluster;
+  for (int i = 0; i < kNodes; ++i) {
+    cluster.nodes.push_back(MakeNode(StrCat("n", i), StrCat("z", i % 3), "8"));
+    json j = PodJson(StrCat("web-old-", i), StrCat("n", i), "500m", "web");
+    AntiAffineOnHostname(&j);
+    cluster.pods.push_back(*DecodePod(j, "test"));
+  }
+  std::vector<Pod> pending;
+  for (int k = 0; k < kPending; ++k) {
+    json j = PendingJson(StrCat("web-", k), "500m", "web", "web");
+    AntiAffineOnHostname(&j);
+    pending.push_back(*DecodePod(j, "test"));
+  }
+  for (bool reference : {false, true}) {
+    auto s = Make(cluster, reference);
+    const std::string before = StateOf(*s);
+    auto r = ScaleUp(s.get(), pending, {MakeNode("pool", "z1", "8")}, ScaleUpOptions{100000});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->new_nodes.at("pool"), kPending);
+    for (int k = 0; k < kPending; ++k) EXPECT_EQ(r->pods[k].node, StrCat("pool-", k));
+    if (reference) continue;  // the limit once
+    auto capped = ScaleUp(s.get(), pending, {MakeNode("pool", "z1", "8")}, ScaleUpOptions{100});
+    ASSERT_TRUE(capped.ok());
+    EXPECT_EQ(capped->new_nodes.at("pool"), 100);
+    EXPECT_EQ(capped->pods.back().message, "no new node: the scale-up's limit of 100 new nodes is reached");
+    EXPECT_EQ(StateOf(*s), before);
+  }
+}
+
+// Pending pods in ReplicaSets and alone, with the random cluster's kinds of constraint:
+// zone spread, hostname anti-affinity, tolerations, node selectors (on a template's label).
+std::vector<Pod> RandomPending(uint64_t seed, int32_t count) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  static const char* kApps[] = {"web", "db", "cache"};
+  std::vector<Pod> out;
+  int32_t made = 0;
+  for (int g = 0; made < count; ++g) {
+    const bool alone = pick(4) == 0;
+    const int n = alone ? 1 : 1 + pick(12);
+    const std::string app = kApps[pick(3)];
+    const std::string cpu = StrCat(250 * (1 + pick(12)), "m");
+    const int spread = pick(5), anti = pick(5), tolerate = pick(5), select = pick(8);
+    for (int k = 0; k < n && made < count; ++k, ++made) {
+      json j = PendingJson(StrCat("p", g, "-", k), cpu, app, alone ? "" : StrCat("rs", g));
+      if (spread == 0) {
+        j["spec"]["topologySpreadConstraints"] = json::array(
+            {{{"maxSkew", 1 + g % 2}, {"topologyKey", "topology.kubernetes.io/zone"},
+              {"whenUnsatisfiable", g % 3 ? "DoNotSchedule" : "ScheduleAnyway"},
+              {"labelSelector", {{"matchLabels", {{"app", app}}}}}}});
+      }
+      if (anti == 0) AntiAffineOnHostname(&j);
+      if (tolerate == 0) {
+        j["spec"]["tolerations"] = json::array({{{"key", "dedicated"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}});
+      }
+      if (select == 0) j["spec"]["nodeSelector"] = {{"pool", "big"}};
+      if (select == 1) j["spec"]["nodeSelector"] = {{"topology.kubernetes.io/zone", "z1"}};
+      out.push_back(*DecodePod(j, "test"));
+    }
+  }
+  return out;
+}
+
+std::vector<Node> RandomTemplates(uint64_t seed) {
+  Node small = MakeNode("small", "z1", "4");
+  Node big = MakeNode("big", "z2", "8");
+  big.meta.labels["pool"] = "big";
+  Node gpu = MakeNode("gpu", "z0", "8", /*tainted=*/true);
+  if (seed % 3 == 0) return {small};
+  if (seed % 3 == 1) return {small, big};
+  return {gpu, big, small};
+}
+
+// The plan replayed on the scalar reference: each placement, in the plan's order, must pass
+// the reference's PreFilter and Filter on its node. `upfront`: every reported node is in the
+// cluster from the start (the nodes the plan reports suffice for every pod it places);
+// otherwise each joins when the plan first uses it (the cluster as it stood at that step).
+void Replay(const ObjectSet& cluster, const std::vector<Pod>& pending, const ScaleUpResult& r, bool upfront,
+            const std::string& what) {
+  std::map<std::string, const Pod*> by_key;
+  for (const Pod& p : pending) by_key[ObjectKey(p.meta)] = &p;
+  std::map<std::string, const Node*> added;
+  for (const Node& n : r.nodes) added[n.meta.name] = &n;
+  ObjectSet start = cluster;
+  if (upfront) start.nodes.insert(start.nodes.end(), r.nodes.begin(), r.nodes.end());
+  auto ref = Make(start, true);
+  std::map<std::string, int64_t> used;  // template -> new nodes holding a pod
+  for (const cycle::Placement& p : r.pods) {
+    if (p.node.empty()) continue;
+    if (auto it = added.find(p.node); it != added.end() && !used.count(p.node)) {
+      if (!upfront) ASSERT_TRUE(ref->state().Apply(state::NodeEvent(state::EventType::kAdded, *it->second)).ok()) << what;
+      used[p.node] = 1;
+    }
+    auto fits = ref->Filter(*by_key.at(p.pod), {p.node}, false);
+    ASSERT_TRUE(fits.ok()) << fits.status() << " " << what;
+    ASSERT_TRUE((*fits)[0].status.IsSuccess()) << p.pod << " on " << p.node << ": " << (*fits)[0].status.Message() << " "
+                                               << what << (upfront ? " (nodes upfront)" : " (nodes as used)");
+    ASSERT_TRUE(ref->Assume(*by_key.at(p.pod), p.node).ok()) << what;
+  }
+  EXPECT_EQ(used.size(), r.nodes.size()) << "every new node holds a pod " << what;
+  int64_t total = 0;
+  for (const auto& [t, n] : r.new_nodes) total += n;
+  EXPECT_EQ(total, static_cast<int64_t>(r.nodes.size())) << what;
+}
+
+TEST(ScaleUpTest, PlanPassesTheReferenceFilterStepByStepRandomized) {
+  int64_t on_existing = 0, on_new = 0, pending_left = 0, nodes_added = 0;
+  for (int32_t size : {12, 40, 150, 1000}) {
+    for (uint64_t seed = 1; seed <= (size >= 1000 ? 2u : 5u); ++seed) {
+      const Random rc = MakeRandom(seed * 977 + static_cast<uint64_t>(size), size);
+      const std::vector<Pod> pending = RandomPending(seed * 31 + static_cast<uint64_t>(size), size >= 1000 ? 300 : 60);
+      const std::vector<Node> templates = RandomTemplates(seed);
+      std::vector<std::string> plans;
+      for (bool reference : {false, true}) {
+        auto s = Make(rc.cluster, reference);
+        const std::string before = StateOf(*s);
+        const ScaleUpOptions options{seed == 2 ? 5 : 1000};
+        auto r = ScaleUp(s.get(), pending, templates, options);
+        ASSERT_TRUE(r.ok()) << r.status();
+        const std::string what = StrCat(size, " nodes, seed ", seed, reference ? " (reference)" : " (engine)");
+        ASSERT_EQ(StateOf(*s), before) << what;
+        ASSERT_EQ(r->pods.size(), pending.size()) << what;
+        plans.push_back(Plan(*r));
+        if (reference) continue;
+        Replay(rc.cluster, pending, *r, /*upfront=*/false, what);
+        Replay(rc.cluster, pending, *r, /*upfront=*/true, what);
+        for (const cycle::Placement& p : r->pods) {
+          if (p.node.empty()) {
+            ++pending_left;
+          } else {
+            (s->state().FindNode(p.node) ? on_existing : on_new) += 1;
+          }
+        }
+        nodes_added += static_cast<int64_t>(r->nodes.size());
+      }
+      EXPECT_EQ(plans[0], plans[1]) << "engine and reference differ: " << size << " nodes, seed " << seed;
+    }
+  }
+  // The inputs must exercise what they test.
+  EXPECT_GT(on_existing, 100);
+  EXPECT_GT(on_new, 100);
+  EXPECT_GT(pending_left, 20);
+  EXPECT_GT(nodes_added, 50);
+}
+
 }  // namespace
 }  // namespace kplace::whatif

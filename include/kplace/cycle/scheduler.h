@@ -205,6 +205,12 @@ class Scheduler {
    *  cluster holds bound already. */
   virtual absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes,
                                                       bool first_fit) = 0;
+  /** @brief Binds `pod` to `node` as a cycle that chose that node does (the Reserve plugins,
+   *  then the pod joins the node; its nomination ends), without a cycle: for what-ifs that
+   *  choose nodes themselves (whatif::ScaleUp). The start index stays.
+   *  @return InvalidArgument for an unknown node, a pod no profile schedules, or a pod the
+   *  cluster holds bound already. */
+  virtual absl::Status Assume(const Pod& pod, const std::string& node) = 0;
   /** Records `pod` as pending with the nomination in its status.nominatedNodeName (none:
    *  clears it). Schedule uses a pod's recorded nomination in place of its own status. */
   void Nominate(const Pod& pod) { state().Nominate(pod); }

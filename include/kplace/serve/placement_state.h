@@ -98,6 +98,10 @@ class PlacementState {
   absl::StatusOr<whatif::ReplicasResult> Replicas(std::string_view pod, int64_t max, const Precondition& expected);
   absl::StatusOr<std::vector<cycle::NodeFit>> Fits(std::string_view pod, const std::vector<std::string>& nodes,
                                                    bool first_fit, const Precondition& expected);
+  /** `pods`: pending pods as Evaluate reads them; `node_templates`: Nodes (a List or a
+   *  Node, JSON or YAML), each name once. */
+  absl::StatusOr<whatif::ScaleUpResult> ScaleUp(std::string_view pods, std::string_view node_templates,
+                                                const whatif::ScaleUpOptions& options, const Precondition& expected);
 
   /** The objects now as one v1 List: nodes in node-tree order, then the other kinds as
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */

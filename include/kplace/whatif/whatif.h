@@ -75,4 +75,37 @@ absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* sch
 absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
                                                     std::vector<std::string> order = {});
 
+struct ScaleUpOptions {
+  /** New nodes the plan may add, over all templates (Cluster Autoscaler's estimation
+   *  limit, --max-nodes-per-scaleup 1000 by default). */
+  int64_t max_nodes = 1000;
+};
+
+struct ScaleUpResult {
+  /** Template name -> new nodes of it the pods need; every template listed, 0 included. */
+  std::map<std::string, int64_t> new_nodes;
+  /** The new nodes in the order added: a template's copy named `<template>-<i>`. */
+  std::vector<Node> nodes;
+  /** Each pending pod in the order tried (ScaleUp's), placed (`node`) or why it stays
+   *  pending: the FitError of Filter on an empty node of every template, the node limit,
+   *  or not for this plan (SchedulingGates, another scheduler). */
+  std::vector<cycle::Placement> pods;
+};
+
+/** @brief How many new nodes of each template the pending `pods` need: Cluster Autoscaler's
+ *  binpacking estimator (first-fit decreasing) with the cycle's own PreFilter and Filter,
+ *  pods placed so far counted (topology spread, inter-pod affinity). Pods are grouped as CA
+ *  groups them (the same controller and scheduling signature; no controller: alone) and
+ *  groups tried largest first (CPU plus memory requests relative to the first template's
+ *  allocatable; ties in input order). Within a group, pods go to the first node in scan
+ *  order they fit (existing nodes and the ones added) until one fits none; that pod and the
+ *  group's rest try the last added node only, else a new node of the first template (in
+ *  the given order) an empty node of which they fit. A pod that fits no template's empty
+ *  node leaves its group's rest pending with the same reason, as does the node limit.
+ *  Reverted afterwards (it nests in an open transaction). InvalidArgument naming the pod or
+ *  template: a bound or repeated pod, a template without a name or named twice, a negative
+ *  limit. docs/whatif.md. */
+absl::StatusOr<ScaleUpResult> ScaleUp(cycle::Scheduler* scheduler, const std::vector<Pod>& pods,
+                                      const std::vector<Node>& templates, const ScaleUpOptions& options = {});
+
 }  // namespace kplace::whatif
