@@ -20,7 +20,9 @@ GangSpec = Union["pb.Gang", Mapping[str, Any]]
 DEFAULT_MAX_MESSAGE_BYTES = 256 << 20
 
 _Reply = TypeVar("_Reply")
-_Request = TypeVar("_Request")
+# The requests that name the state they expect (expected_revision, expected_instance).
+_Request = TypeVar("_Request", "pb.ApplyRequest", "pb.ScheduleRequest", "pb.EvaluateRequest", "pb.DrainRequest",
+                   "pb.ConsolidateRequest", "pb.ReplicasRequest", "pb.FitsRequest")
 
 
 class KplaceError(Exception):
@@ -236,7 +238,7 @@ class PlacementClient:
 
     def _call(self, name: str, method: Callable[..., _Reply], request: Any) -> _Reply:
         try:
-            reply = method(request, timeout=self.timeout, metadata=self._metadata)
+            reply: _Reply = method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise _error(name, e) from e
         self._remember(reply)
@@ -292,4 +294,4 @@ def _expecting(request: _Request, revision: Optional[int], instance: Optional[st
 
 def _error(call: str, e: grpc.RpcError) -> KplaceError:
     # Every RpcError a call raises is also a grpc.Call with code() and details().
-    return KplaceError(call, e.code(), e.details() or "")  # type: ignore[attr-defined]
+    return KplaceError(call, e.code(), e.details() or "")
