@@ -14,6 +14,7 @@ import tempfile
 import threading
 import unittest
 import urllib.request
+from concurrent import futures
 
 import grpc
 from kplace_client import KplaceError, PlacementClient
@@ -606,7 +607,6 @@ class ClientReassemblyTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        from concurrent import futures
         cls.placement = ScriptedPlacement()
         cls.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         pb_grpc.add_PlacementServicer_to_server(cls.placement, cls.server)

@@ -75,8 +75,9 @@ class PlacementClient:
     """A connection to one `kplace serve`.
 
     Every reply's revision and instance are remembered (`revision`, `instance`), so a caller
-    can send them back as `expected_revision` / `expected_instance` (docs/serve.md, "Calls").
-    Every failure is raised as KplaceError.
+    can send them back as `expected_revision` / `expected_instance` (docs/serve.md, "Calls");
+    threads that share a client see the latest reply of any of them there. Every failure is
+    raised as KplaceError.
 
     Args:
         target: the server's HOST:PORT (``kplace serve --listen``).
