@@ -622,6 +622,18 @@ class ClientReassemblyTest(unittest.TestCase):
     def setUp(self):
         self.placement.snapshot_chunks = self.placement.evaluate_chunks = None
 
+    def test_the_package_ships_its_types_and_the_protos_stubs(self):
+        package = os.path.dirname(pb.__file__)
+        for name in ("py.typed", "placement_pb2.pyi"):
+            self.assertTrue(os.path.isfile(os.path.join(package, name)), f"{package}: no {name}")
+        # The descriptor keeps the .proto's own name (as reflection gives it), the modules their package.
+        self.assertEqual(pb.DESCRIPTOR.name, "kplace/v1/placement.proto")
+        # ...and the stubs are those of the checkout's .proto, every rpc in its order.
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, "proto", pb.DESCRIPTOR.name)) as f:
+            rpcs = re.findall(r"^\s*rpc (\w+)\(", f.read(), re.M)
+        self.assertEqual([m.name for m in pb.DESCRIPTOR.services_by_name["Placement"].methods], rpcs)
+
     def test_without_the_streams_the_unary_calls_answer(self):
         s = self.kp.snapshot()
         self.assertEqual((s.revision, s.instance, s.chunks, s.objects["items"][0]["metadata"]["name"]), (7, "unary", 1, "u"))
