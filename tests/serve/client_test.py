@@ -666,7 +666,8 @@ class ClientReassemblyTest(unittest.TestCase):
                                                                    objects=listing([]), last=last)
         for chunks, says in (([chunk(0), chunk(1)], "before the chunk marked last"),
                              ([chunk(0), chunk(1, revision=5, last=True)], "chunk 1: revision 5"),
-                             ([chunk(0), chunk(2, last=True)], "chunk 1: index 2")):
+                             ([chunk(0), chunk(2, last=True)], "chunk 1: index 2"),
+                             ([chunk(0, last=True), chunk(1)], "a chunk after the one marked last")):
             self.placement.snapshot_chunks = chunks
             with self.assertRaises(KplaceError) as e:
                 self.kp.snapshot()

@@ -263,10 +263,15 @@ class PlacementClient:
                 self._remember(chunk)
                 yield chunk
                 if chunk.last:
+                    # Read on to the call's status, so that it ends OK rather than cancelled.
+                    if next(stream, None) is not None:
+                        raise KplaceError(name, grpc.StatusCode.DATA_LOSS, "a chunk after the one marked last")
                     return
                 chunk = next(stream, None)
         except grpc.RpcError as e:
             raise _error(name, e) from e
+        finally:
+            stream.cancel()  # nothing once the call has ended; frees it when reading stopped early
         # A stream that ends without its last chunk lost messages: never hand back part of a reply.
         raise KplaceError(name, grpc.StatusCode.DATA_LOSS, "the stream ended before the chunk marked last")
 
