@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -72,6 +73,9 @@ int64_t Placed(const std::vector<cycle::Placement>& placements) {
 }
 
 // Every call holds the one lock: writes apply in revision order, reads see one revision.
+// Snapshots only read (the state's const view), so they share it with each other; every
+// other call, dry runs and what-ifs included (they change the state in a transaction they
+// undo), holds it alone.
 class PlacementService final : public v1::Placement::Service {
  public:
   PlacementService(const cycle::Options& options, std::string token, int32_t max_message_bytes, Metrics* metrics)
@@ -176,7 +180,7 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoReset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     auto r = state_.Reset(req->objects(), req->config());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
@@ -220,7 +224,7 @@ class PlacementService final : public v1::Placement::Service {
     }
     std::vector<GangSpec> gangs;
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
@@ -244,7 +248,7 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoEvaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     auto r = state_.Evaluate(req->pods(), Expected(*req), req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     const int64_t placed = Placed(r->placements);
@@ -257,11 +261,15 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
-    resp->set_revision(state_.revision());
+    nlohmann::json list;
+    {
+      std::shared_lock<std::shared_mutex> lock(mu_);
+      if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
+      resp->set_revision(state_.revision());
+      list = state_.Snapshot();
+    }
     resp->set_instance(state_.instance());
-    resp->set_objects(state_.Snapshot().dump());
+    resp->set_objects(list.dump());
     return grpc::Status::OK;
   }
 
@@ -275,7 +283,7 @@ class PlacementService final : public v1::Placement::Service {
     nlohmann::json list;
     uint64_t revision = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::shared_lock<std::shared_mutex> lock(mu_);
       if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
       revision = state_.revision();
       list = state_.Snapshot();
@@ -318,7 +326,7 @@ class PlacementService final : public v1::Placement::Service {
   template <typename Response, typename Compute, typename F>
   grpc::Status WhatIf(grpc::ServerContext* ctx, Response* resp, Compute&& compute, F&& fill) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     const auto r = compute();
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(state_.revision());
@@ -358,7 +366,7 @@ class PlacementService final : public v1::Placement::Service {
   }
 
   grpc::Status ApplyEvents(const std::vector<std::string_view>& events, const Precondition& expected, v1::ApplyResponse* resp) {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::shared_mutex> lock(mu_);
     auto r = state_.Apply(events, expected);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(*r);
@@ -368,7 +376,7 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  std::mutex mu_;
+  std::shared_mutex mu_;
   PlacementState state_;
   const std::string token_;
   const int32_t max_message_bytes_;
