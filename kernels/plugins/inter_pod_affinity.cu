@@ -765,7 +765,17 @@ class InterPodAffinity final : public engine::Plugin {
     return s;
   }
 
-  // The tables one after another (A, N, E) in `present`, each key with its offset.
+  // Room for a table of n domains in `present`: the next power of two, so that domains
+  // that joins open fit in place and a layout is redone only when a table doubles.
+  static size_t Room(size_t n) {
+    if (n == 0) return 0;
+    size_t room = 1;
+    while (room < n) room *= 2;
+    return room;
+  }
+
+  // The tables one after another (A, N, E) in `present`, each in its Room (zeros past its
+  // domains), each key with its offset.
   static void LayOut(FilterState* s) {
     s->keys.clear();
     s->present.clear();
@@ -774,27 +784,29 @@ class InterPodAffinity final : public engine::Plugin {
         c.offset = static_cast<int32_t>(s->present.size());
         s->keys.push_back(IpaKeyTable{c.slot, c.offset});
         for (int64_t v : c.counts) s->present.push_back(v > 0 ? 1 : 0);
+        s->present.resize(static_cast<size_t>(c.offset) + Room(c.counts.size()), 0);
       }
     }
   }
 
   // A node joined with no pods: every count stays, and a domain it opened counts 0. The
-  // filter state kept for replicas takes those zeros into its tables, laid out as
-  // BuildFilter lays them out, instead of being rebuilt at the next replica: a scale-up
-  // joins a node per replica. The score state goes.
+  // filter state kept for replicas takes those zeros into its tables (their bytes in
+  // `present` are zeros of the tables' room already) instead of being rebuilt at the next
+  // replica: a scale-up joins a node per replica. The score state goes.
   void KeepAcrossJoin() {
     FilterState& s = filter_state_;
     if (!s.valid) return ForgetKept();
     score_state_.valid = false;
-    bool grew = false;
+    bool outgrown = false;
     for (std::vector<SlotCounts>* group : {&s.affinity, &s.anti, &s.existing}) {
       for (SlotCounts& c : *group) {
-        if (c.slot < 0 || c.counts.size() >= static_cast<size_t>(slot_domains_[c.slot])) continue;
-        c.counts.resize(static_cast<size_t>(slot_domains_[c.slot]), 0);
-        grew = true;
+        const size_t n = c.slot < 0 ? 0 : static_cast<size_t>(slot_domains_[c.slot]);
+        if (c.counts.size() >= n) continue;
+        outgrown = outgrown || Room(n) != Room(c.counts.size());
+        c.counts.resize(n, 0);
       }
     }
-    if (!grew || s.skip) return;
+    if (!outgrown || s.skip) return;
     LayOut(&s);
     UploadAll(s);
   }

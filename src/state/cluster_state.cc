@@ -489,7 +489,7 @@ absl::Status ClusterState::RemoveNode(NodeIndex i) {
   }
   Reseat(on);  // counted out while the node still has its labels
   const NodeTree::Place was = tree_.Leave(live_->nodes[i], i, live_->nodes);
-  tree_.Interleave();
+  if (!was.listed) tree_.Interleave();
   Node old = std::exchange(live_->nodes[i], Node{});
   ChangeRow(i, old);
   removed_rows_.emplace(i, name);

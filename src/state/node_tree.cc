@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <unordered_map>
 #include <utility>
 
@@ -91,6 +92,15 @@ NodeTree::Place NodeTree::Leave(const Node& node, int32_t i, const std::vector<N
   was.pos = static_cast<size_t>(std::find(zone.begin(), zone.end(), i) - zone.begin());
   was.list_pos = was.pos;
   for (size_t k = 0; k < was.zone; ++k) was.list_pos += zones_[k].size();
+  // The last of its zone: every other row keeps its round, so the scan order loses just
+  // this row (from the back: the rows that joined last leave first when joins are undone).
+  if (was.pos + 1 == zone.size()) {
+    auto at = std::find(order_.rbegin(), order_.rend(), i);
+    if (at != order_.rend()) {
+      order_.erase(std::next(at).base());
+      was.listed = true;
+    }
+  }
   zone.erase(zone.begin() + static_cast<std::ptrdiff_t>(was.pos));
   if (zone.empty()) {
     zones_.erase(zones_.begin() + static_cast<std::ptrdiff_t>(was.zone));

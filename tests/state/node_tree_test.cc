@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,31 @@ TEST(NodeTreeTest, AppendLeaveAndEnterMatchAFreshTree) {
   EXPECT_EQ(Names(nodes, tree.order()), (std::vector<std::string>{"a1", "b1", "c1", "a2", "a3"}));
   ASSERT_EQ(tree.zones().size(), 3u);
   EXPECT_EQ(tree.zones()[1], (std::vector<int32_t>{1}));
+}
+
+// A row that is the last of its zone leaves the scan order in place (Place::listed): the
+// order then equals Interleave's, whichever rows leave, zones emptied included.
+TEST(NodeTreeTest, LastOfItsZoneLeavesTheListInPlace) {
+  std::vector<Node> nodes;
+  for (int i = 0; i < 40; ++i) nodes.push_back(ZonedNode("n" + std::to_string(i), "z" + std::to_string(i * 7 % 5)));
+  NodeTree tree;
+  for (int32_t i = 0; i < 40; ++i) tree.Append(nodes[i], i);
+  std::vector<int32_t> live(40);
+  for (int32_t i = 0; i < 40; ++i) live[i] = i;
+  int64_t listed = 0;
+  for (int step = 0; step < 40; ++step) {
+    const int32_t i = live[static_cast<size_t>(step * 13 % live.size())];  // not always a last one
+    live.erase(std::find(live.begin(), live.end(), i));
+    const NodeTree::Place was = tree.Leave(nodes[i], i, nodes);
+    const std::vector<int32_t> in_place = tree.order();
+    tree.Interleave();
+    if (was.listed) {
+      EXPECT_EQ(in_place, tree.order()) << "step " << step;
+      ++listed;
+    }
+  }
+  EXPECT_GT(listed, 5);
+  EXPECT_LT(listed, 40);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@ class NodeTree {
    *  that lists the nodes zone after zone (what ObjectsInTreeOrder gives). */
   struct Place {
     size_t zone = 0, pos = 0, list_pos = 0;
+    bool listed = false;  // Leave took the row out of the scan order too (no Interleave needed)
   };
 
   void Clear();
@@ -32,7 +33,8 @@ class NodeTree {
    *  call Interleave. */
   void Join(const Node& node, int32_t i);
   /** Row `i` (with labels `node`) leaves its zone; a zone left empty is dropped. Returns
-   *  where it was. `nodes`: every row's node, to index the zones again. */
+   *  where it was. `nodes`: every row's node, to index the zones again. The last row of
+   *  its zone also leaves the scan order (Place::listed); otherwise call Interleave. */
   Place Leave(const Node& node, int32_t i, const std::vector<Node>& nodes);
   /** The undo of Leave: row `i` back at `place` (its zone made again when it was gone). */
   void Enter(const Node& node, int32_t i, size_t zone, size_t pos, const std::vector<Node>& nodes);
