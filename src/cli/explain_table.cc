@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "kplace/common/strings.h"
 #include "kplace/model/quantity.h"
 
@@ -318,15 +319,7 @@ std::string Flow(const std::string& lead, const std::vector<std::string>& items,
   return out + "\n";
 }
 
-std::vector<std::string> Words(const std::string& text) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find(' ', at), text.size());
-    if (end > at) out.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
+std::vector<std::string> Words(const std::string& text) { return absl::StrSplit(text, ' ', absl::SkipEmpty()); }
 
 int32_t TerminalColumns() {
   struct winsize w {};

@@ -183,6 +183,9 @@ NodeResources ComputeNodeResources(const Node& node, const std::vector<const Pod
   return r;
 }
 
+constexpr char kTooManyPods[] = "Too many pods";
+constexpr char kInsufficient[] = "Insufficient ";
+
 std::vector<InsufficientResource> InsufficientResources(const Resource& request, const NodeResources& node,
                                                         const std::function<bool(const std::string&)>& ignored) {
   std::vector<InsufficientResource> out;
@@ -206,7 +209,11 @@ std::vector<InsufficientResource> InsufficientResources(const Resource& request,
 }
 
 std::string InsufficientReason(const InsufficientResource& r) {
-  return r.resource == "pods" ? "Too many pods" : "Insufficient " + r.resource;
+  return r.resource == "pods" ? kTooManyPods : kInsufficient + r.resource;
+}
+
+bool IsInsufficientReason(const std::string& reason) {
+  return reason == kTooManyPods || reason.rfind(kInsufficient, 0) == 0;
 }
 
 }  // namespace kplace

@@ -262,14 +262,30 @@ class PlacementService final : public v1::Placement::Service {
   grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     nlohmann::json list;
-    {
-      std::shared_lock<std::shared_mutex> lock(mu_);
-      if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
-      resp->set_revision(state_.revision());
-      list = state_.Snapshot();
-    }
+    uint64_t revision = 0;
+    if (grpc::Status r = ReadSnapshot(&list, &revision); !r.ok()) return r;
+    resp->set_revision(revision);
     resp->set_instance(state_.instance());
     resp->set_objects(list.dump());
+    return grpc::Status::OK;
+  }
+
+  // Snapshots only read: under the shared lock, beside each other; the JSON is written
+  // after it is let go.
+  grpc::Status ReadSnapshot(nlohmann::json* list, uint64_t* revision) {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
+    *revision = state_.revision();
+    *list = state_.Snapshot();
+    return grpc::Status::OK;
+  }
+
+  // A stream's caller authorized and its max_chunk_bytes checked, into *max.
+  grpc::Status StreamLimit(grpc::ServerContext* ctx, int32_t requested, size_t* max) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    const auto bytes = ChunkBytes("max_chunk_bytes", requested, max_message_bytes_);
+    if (!bytes.ok()) return ToGrpc(bytes.status());
+    *max = *bytes;
     return grpc::Status::OK;
   }
 
@@ -277,32 +293,25 @@ class PlacementService final : public v1::Placement::Service {
   // up no other call.
   grpc::Status DoSnapshotStream(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
                                 grpc::ServerWriter<v1::SnapshotChunk>* writer) {
-    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    const auto max = ChunkBytes("max_chunk_bytes", req->max_chunk_bytes(), max_message_bytes_);
-    if (!max.ok()) return ToGrpc(max.status());
+    size_t max = 0;
+    if (grpc::Status s = StreamLimit(ctx, req->max_chunk_bytes(), &max); !s.ok()) return s;
     nlohmann::json list;
     uint64_t revision = 0;
-    {
-      std::shared_lock<std::shared_mutex> lock(mu_);
-      if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
-      revision = state_.revision();
-      list = state_.Snapshot();
-    }
+    if (grpc::Status r = ReadSnapshot(&list, &revision); !r.ok()) return r;
     LastMarked<v1::SnapshotChunk> out([&](const v1::SnapshotChunk& c) { return writer->Write(c); });
-    return StreamList(list, revision, state_.instance(), *max, out) ? grpc::Status::OK : ClientGone();
+    return StreamList(list, revision, state_.instance(), max, out) ? grpc::Status::OK : ClientGone();
   }
 
   grpc::Status DoEvaluateStream(grpc::ServerContext* ctx, const v1::EvaluateRequest* req,
                                 grpc::ServerWriter<v1::EvaluateChunk>* writer) {
-    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    const auto max = ChunkBytes("max_chunk_bytes", req->max_chunk_bytes(), max_message_bytes_);
-    if (!max.ok()) return ToGrpc(max.status());
+    size_t max = 0;
+    if (grpc::Status s = StreamLimit(ctx, req->max_chunk_bytes(), &max); !s.ok()) return s;
     v1::EvaluateResponse whole;
     if (grpc::Status s = DoEvaluate(ctx, req, &whole); !s.ok()) return s;
     std::vector<v1::PodPlacement> results(std::make_move_iterator(whole.mutable_results()->begin()),
                                           std::make_move_iterator(whole.mutable_results()->end()));
     LastMarked<v1::EvaluateChunk> out([&](const v1::EvaluateChunk& c) { return writer->Write(c); });
-    return StreamResults(std::move(results), whole.revision(), whole.instance(), *max, out) ? grpc::Status::OK
+    return StreamResults(std::move(results), whole.revision(), whole.instance(), max, out) ? grpc::Status::OK
                                                                                             : ClientGone();
   }
 

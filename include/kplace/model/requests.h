@@ -80,5 +80,7 @@ std::vector<InsufficientResource> InsufficientResources(const Resource& request,
 
 /** Its reason as upstream words it: "Too many pods" or "Insufficient <resource>". */
 std::string InsufficientReason(const InsufficientResource& r);
+/** Whether `reason` is one InsufficientReason gives. */
+bool IsInsufficientReason(const std::string& reason);
 
 }  // namespace kplace
