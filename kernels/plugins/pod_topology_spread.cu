@@ -1,10 +1,14 @@
 // PodTopologySpread on the engine. Counting is per topology domain: for every distinct
 // (namespace, selector, topology key, node-inclusion inputs, required keys) the plugin
-// keeps a table of matching pods per domain, built once by one pass over the pods of
-// the namespace and then kept exact by OnBind in O(1) per table. A pod with the same
-// constraints as an earlier one reuses the tables, so PreFilter/PreScore cost grows
-// with domains and constraints, not with pods x nodes. Filter and Score gather a
-// node's domain count through a dense domain-id column.
+// keeps a table of matching pods per domain, kept exact by OnBind in O(1) per table. A
+// pod with the same constraints as an earlier one reuses the tables, so PreFilter/PreScore
+// cost grows with domains and constraints, not with pods x nodes. Tables of one
+// (namespace, selector) share its matching pods per node (SelectorCounts), counted once
+// and kept by OnBind: a new table (a pod with a new node placement) adds up the nodes
+// that hold matching pods, never the pods, and its node placement is the pod's required
+// node affinity compiled to label-id comparisons (node_selector_program.cuh), no label
+// string read per node. Filter and Score gather a node's domain count through a dense
+// domain-id column.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -18,6 +22,7 @@
 #include <thrust/transform_reduce.h>
 
 #include "kernels/backend.cuh"
+#include "kernels/plugins/node_selector_program.cuh"
 #include "kplace/plugins/pod_topology_spread.h"
 #include "kplace/plugins/pod_topology_spread_common.h"
 
@@ -36,7 +41,7 @@ using spread::PodSelector;
 constexpr char kMissingLabelReason[] = "node(s) didn't match pod topology spread constraints (missing required label)";
 constexpr char kSkewReason[] = "node(s) didn't match pod topology spread constraints";
 constexpr size_t kMaxDomainTables = 256;
-constexpr size_t kMaxNodeCountTables = 64;
+constexpr size_t kMaxSelectorCounts = 64;  // more while domain tables hold them
 
 struct SpreadFilterFn {
   SpreadFilterParams p;
@@ -87,11 +92,45 @@ struct DomainColumn {
   int32_t empty_domain = 0;
 };
 
-/** Matching pods per domain for one (namespace, selector, key, inclusion, keys) tuple. */
-struct DomainTable {
+/** Matching pods per node for one (namespace, selector): counted once from the pods of the
+ *  namespace, then kept by OnBind/OnUnbind. `nodes` lists every node that ever held one, so
+ *  that a table built over it visits those nodes only. Soft kubernetes.io/hostname
+ *  constraints (§7) read `counts` on the backend (uploaded on first such use). */
+struct SelectorCounts {
   std::string ns;
   PodSelector selector;
   bool count_pods = true;
+  Column<int64_t> counts;        // per node; `dev` only once on_device
+  std::vector<NodeIndex> nodes;  // each node once, in the order it first held a matching pod
+  std::vector<uint8_t> listed;   // per node: in `nodes`
+  bool on_device = false;
+  bool matched = false;  // OnBind/OnUnbind: whether the pod at hand matches
+  uint64_t last_used = 0;
+
+  void Add(NodeIndex n, int64_t delta) {
+    if (!listed[n]) {
+      listed[n] = 1;
+      nodes.push_back(n);
+    }
+    if (on_device) {
+      counts.Set(n, counts.host[n] + delta);
+    } else {
+      counts.host[n] += delta;
+    }
+  }
+
+  const int64_t* DeviceCounts() {
+    if (!on_device) {
+      counts.Upload();
+      on_device = true;
+    }
+    return counts.ptr();
+  }
+};
+
+/** Matching pods per domain for one (namespace, selector, key, inclusion, keys) tuple. */
+struct DomainTable {
+  std::shared_ptr<SelectorCounts> pods;  // the (namespace, selector) it counts
   const DomainColumn* column = nullptr;
   bool missing_as_empty = false;
   std::vector<uint8_t> eligible;        // per node
@@ -149,13 +188,41 @@ struct DomainTable {
   }
 };
 
-/** Matching pods per node (soft kubernetes.io/hostname constraints, §7). */
-struct NodeCountTable {
-  std::string ns;
-  PodSelector selector;
-  bool count_pods = true;
-  Column<int64_t> counts;
-  uint64_t last_used = 0;
+/** The incoming pod's required node placement (§3) per node: spec.nodeSelector AND its
+ *  required node affinity terms, compiled as NodeAffinity compiles them (without the
+ *  profile's addedAffinity) and evaluated over the interned label columns. */
+struct PlacementFn {
+  plugins::NaNodeView v;
+  NaProgram p;
+  KPLACE_HOST_DEVICE uint8_t operator()(int32_t i) const { return plugins::NodeAffinityFilterNode(v, p, i) == 0; }
+};
+
+class PlacementMasks {
+ public:
+  void Build(const Snapshot& s) { slots_.Build(s); }
+  void AddNode(const Snapshot& s, NodeIndex n) { slots_.AddNode(s, n); }
+  void UpdateNode(const Snapshot& s, NodeIndex n) { slots_.UpdateNode(s, n); }
+
+  void Compute(const spread::RequiredPlacement& placement, const Snapshot& s, std::vector<uint8_t>* out) {
+    const int32_t n = s.num_nodes();
+    buffers_.Clear();
+    NaProgram p{};
+    for (const auto& [key, value] : placement.node_selector()) buffers_.AddEquals(s, &slots_, key, value);
+    p.selector_count = buffers_.num_reqs();
+    p.has_required = placement.has_affinity();
+    for (const NodeSelectorTerm& t : placement.terms()) buffers_.AddTerm(s, &slots_, t, 0);
+    p.required_count = buffers_.num_terms();
+    const NaProgram program = buffers_.Upload(p);
+    uint8_t* mask = Scratch(&mask_, n);
+    ForEachNode(n, mask, PlacementFn{slots_.View(), program});
+    out->resize(n);
+    Download(mask_, n, out->data());
+  }
+
+ private:
+  LabelSlots slots_;
+  ProgramBuffers buffers_;
+  vector<uint8_t> mask_;
 };
 
 struct PodRef {
@@ -166,8 +233,8 @@ struct PodRef {
 /** Node inclusion of the incoming pod (§3), computed on first use in one cycle. */
 class PodContext {
  public:
-  PodContext(const Pod& pod, const Snapshot& s, bool comparison_operators)
-      : pod_(pod), s_(s), placement_(pod), comparison_operators_(comparison_operators) {}
+  PodContext(const Pod& pod, const Snapshot& s, PlacementMasks* masks, bool comparison_operators)
+      : pod_(pod), s_(s), masks_(masks), placement_(pod), comparison_operators_(comparison_operators) {}
 
   const spread::RequiredPlacement& placement() const { return placement_; }
   const std::string& tolerations_key() {
@@ -175,10 +242,7 @@ class PodContext {
     return *tolerations_key_;
   }
   const std::vector<uint8_t>& PlacementMask() {
-    if (placement_mask_.empty() && s_.num_nodes() > 0) {
-      placement_mask_.resize(s_.num_nodes());
-      for (NodeIndex n = 0; n < s_.num_nodes(); ++n) placement_mask_[n] = placement_.Matches(s_.node(n));
-    }
+    if (placement_mask_.empty() && s_.num_nodes() > 0) masks_->Compute(placement_, s_, &placement_mask_);
     return placement_mask_;
   }
   const std::vector<uint8_t>& TaintMask() {
@@ -194,6 +258,7 @@ class PodContext {
  private:
   const Pod& pod_;
   const Snapshot& s_;
+  PlacementMasks* masks_;
   spread::RequiredPlacement placement_;
   bool comparison_operators_;
   std::optional<std::string> tolerations_key_;
@@ -226,7 +291,8 @@ class PodTopologySpread final : public engine::Plugin {
     n_ = s.num_nodes();
     columns_.clear();
     tables_.clear();
-    node_tables_.clear();
+    selector_counts_.clear();
+    masks_.Build(s);
     pods_by_ns_.clear();
     ref_at_.clear();
     owned_pods_.clear();
@@ -251,7 +317,7 @@ class PodTopologySpread final : public engine::Plugin {
     }
     if (constraints.empty()) return PluginStatus::Skip();
     std::vector<std::string> keys = KeysOf(constraints);
-    PodContext ctx(pod, s, comparison_operators_);
+    PodContext ctx(pod, s, &masks_, comparison_operators_);
     std::vector<SpreadFilterConstraint> host;
     for (const Constraint& c : constraints) {
       DomainTable* t = GetTable(s, ctx, pod.meta.namespace_, c, keys, /*missing_as_empty=*/false);
@@ -309,7 +375,7 @@ class PodTopologySpread final : public engine::Plugin {
       }
       if (!ignored) kept.push_back(f);
     }
-    PodContext ctx(pod, s, comparison_operators_);
+    PodContext ctx(pod, s, &masks_, comparison_operators_);
     std::vector<SpreadScoreConstraint> host;
     static const std::vector<std::string> kNoKeys;
     for (size_t i = 0; i < constraints.size(); ++i) {
@@ -317,8 +383,7 @@ class PodTopologySpread final : public engine::Plugin {
       SpreadScoreConstraint out{cols[i]->dom.ptr(), nullptr, 0, 0.0, static_cast<double>(c.max_skew - 1)};
       int64_t size;
       if (c.topology_key == spread::kHostnameLabel) {
-        NodeCountTable* t = GetNodeTable(pod.meta.namespace_, c.selector);
-        out.counts = t->counts.ptr();
+        out.counts = GetSelectorCounts(pod.meta.namespace_, c.selector)->DeviceCounts();
         out.per_node = 1;
         size = static_cast<int64_t>(kept.size());
       } else {
@@ -351,34 +416,32 @@ class PodTopologySpread final : public engine::Plugin {
   }
 
   // Domains and node inclusion read node labels and taints: the tables built from them go
-  // (the next pod builds what it needs from the pods, which stay counted).
+  // (the next pod builds what it needs from the pods, which stay counted per node).
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
+    masks_.UpdateNode(s, node);
     const Node& now = s.node(node);
     if (old.meta.labels == now.meta.labels && old.taints == now.taints) return true;
     columns_.clear();
     tables_.clear();
-    node_tables_.clear();
     return true;
   }
 
-  // Tables are per node: they go, and are built again on first use.
-  bool OnNodeAdd(NodeIndex, const Snapshot& s) override {
+  // Tables and counts are per node: they go, and are built again on first use.
+  bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
     n_ = s.num_nodes();
+    masks_.AddNode(s, node);
     columns_.clear();
     tables_.clear();
-    node_tables_.clear();
+    selector_counts_.clear();
     return true;
   }
 
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot&) override {
     if (spread::IsTerminating(pod)) return true;  // never counted
     if (!RemoveRef(pod, node)) return false;
-    for (auto& [key, t] : tables_) {
-      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->RemovePodOn(node);
-    }
-    for (auto& [key, t] : node_tables_) {
-      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) {
-        t->counts.Set(node, t->counts.host[node] - 1);
+    if (MatchCounts(pod, node, -1)) {
+      for (auto& [key, t] : tables_) {
+        if (t->pods->matched) t->RemovePodOn(node);
       }
     }
     return true;
@@ -398,12 +461,9 @@ class PodTopologySpread final : public engine::Plugin {
       stored = &owned_pods_.back();
     }
     AddRef(PodRef{stored, node});
-    for (auto& [key, t] : tables_) {
-      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) t->AddPodOn(node);
-    }
-    for (auto& [key, t] : node_tables_) {
-      if (t->count_pods && t->ns == pod.meta.namespace_ && t->selector.Matches(pod.meta.labels)) {
-        t->counts.Set(node, t->counts.host[node] + 1);
+    if (MatchCounts(pod, node, +1)) {
+      for (auto& [key, t] : tables_) {
+        if (t->pods->matched) t->AddPodOn(node);
       }
     }
   }
@@ -522,9 +582,7 @@ class PodTopologySpread final : public engine::Plugin {
     }
 
     auto t = std::make_unique<DomainTable>();
-    t->ns = ns;
-    t->selector = c.selector;
-    t->count_pods = !c.selector.nothing && !(legacy_empty_selector_ && c.selector.Empty());
+    t->pods = GetSelectorCounts(ns, c.selector);
     t->column = GetColumn(s, c.topology_key);
     t->missing_as_empty = missing_as_empty;
     t->last_used = epoch_;
@@ -543,52 +601,64 @@ class PodTopologySpread final : public engine::Plugin {
       t->eligible[n] = 1;
       ++t->eligible_nodes[t->DomainOf(n)];
     }
-    if (t->count_pods) {
-      auto pods = pods_by_ns_.find(ns);
-      if (pods != pods_by_ns_.end()) {
-        for (const PodRef& r : pods->second) {
-          if (t->eligible[r.node] && t->selector.Matches(r.pod->meta.labels)) ++t->counts.host[t->DomainOf(r.node)];
-        }
-      }
+    const SelectorCounts& pods = *t->pods;
+    for (NodeIndex n : pods.nodes) {
+      if (t->eligible[n]) t->counts.host[t->DomainOf(n)] += pods.counts.host[n];
     }
     t->RecomputeMin();
     t->counts.Upload();
-    Evict(tables_, kMaxDomainTables);
+    Evict(tables_, kMaxDomainTables, [](const std::unique_ptr<DomainTable>&) { return true; });
     return (tables_[key] = std::move(t)).get();
   }
 
-  NodeCountTable* GetNodeTable(const std::string& ns, const PodSelector& selector) {
+  // Matching pods per node of (ns, selector): one pass over the namespace's pods when new.
+  const std::shared_ptr<SelectorCounts>& GetSelectorCounts(const std::string& ns, const PodSelector& selector) {
     std::string key = std::to_string(ns.size()) + ":" + ns + selector.Key();
-    auto it = node_tables_.find(key);
-    if (it != node_tables_.end()) {
+    auto it = selector_counts_.find(key);
+    if (it != selector_counts_.end()) {
       it->second->last_used = epoch_;
-      return it->second.get();
+      return it->second;
     }
-    auto t = std::make_unique<NodeCountTable>();
+    auto t = std::make_shared<SelectorCounts>();
     t->ns = ns;
     t->selector = selector;
     t->count_pods = !selector.nothing && !(legacy_empty_selector_ && selector.Empty());
     t->last_used = epoch_;
     t->counts.host.assign(n_, 0);
+    t->listed.assign(n_, 0);
     auto pods = pods_by_ns_.find(ns);
     if (t->count_pods && pods != pods_by_ns_.end()) {
       for (const PodRef& r : pods->second) {
-        if (selector.Matches(r.pod->meta.labels)) ++t->counts.host[r.node];
+        if (selector.Matches(r.pod->meta.labels)) t->Add(r.node, 1);
       }
     }
-    t->counts.Upload();
-    Evict(node_tables_, kMaxNodeCountTables);
-    return (node_tables_[key] = std::move(t)).get();
+    // Counts that a domain table holds stay: its tables are kept by them.
+    Evict(selector_counts_, kMaxSelectorCounts,
+          [](const std::shared_ptr<SelectorCounts>& c) { return c.use_count() == 1; });
+    return selector_counts_[key] = std::move(t);
   }
 
-  // Drops the least recently used table once the cache is full, sparing tables the
-  // current pod already holds (used in this phase or the one before).
-  template <typename Map>
-  void Evict(Map& map, size_t cap) {
+  // A pod bound (+1) or taken off (-1) node `node`: the counts of every (namespace,
+  // selector) it matches follow, each marked `matched` for the tables over it. True when
+  // any matched.
+  bool MatchCounts(const Pod& pod, NodeIndex node, int64_t delta) {
+    bool any = false;
+    for (auto& [key, c] : selector_counts_) {
+      c->matched = c->count_pods && c->ns == pod.meta.namespace_ && c->selector.Matches(pod.meta.labels);
+      if (c->matched) c->Add(node, delta);
+      any |= c->matched;
+    }
+    return any;
+  }
+
+  // Drops the least recently used entry that `evictable` allows once the cache is full,
+  // sparing entries the current pod already holds (used in this phase or the one before).
+  template <typename Map, typename Pred>
+  void Evict(Map& map, size_t cap, Pred evictable) {
     if (map.size() < cap) return;
     auto victim = map.end();
     for (auto it = map.begin(); it != map.end(); ++it) {
-      if (it->second->last_used + 1 >= epoch_) continue;
+      if (it->second->last_used + 1 >= epoch_ || !evictable(it->second)) continue;
       if (victim == map.end() || it->second->last_used < victim->second->last_used) victim = it;
     }
     if (victim != map.end()) map.erase(victim);
@@ -614,7 +684,8 @@ class PodTopologySpread final : public engine::Plugin {
   uint64_t epoch_ = 1;
   std::unordered_map<std::string, std::unique_ptr<DomainColumn>> columns_;
   std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
-  std::unordered_map<std::string, std::unique_ptr<NodeCountTable>> node_tables_;
+  std::unordered_map<std::string, std::shared_ptr<SelectorCounts>> selector_counts_;
+  PlacementMasks masks_;
   void AddRef(const PodRef& r) {
     std::vector<PodRef>& refs = pods_by_ns_[r.pod->meta.namespace_];
     ref_at_[r.pod] = refs.size();

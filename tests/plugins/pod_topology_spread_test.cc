@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <random>
 
@@ -94,6 +95,29 @@ class EngineRun {
     const Pod& bound = snapshot_.Bind(pod, node);
     fw_->Bind(bound, node);
   }
+
+  /** Takes the k-th pod off `node`; returns its name. */
+  std::string Unbind(NodeIndex node, size_t k) {
+    const Pod* pod = snapshot_.pods_on(node)[k];
+    snapshot_.Unbind(pod, node);
+    fw_->Unbind(*pod, node);
+    return pod->meta.name;
+  }
+
+  /** Node `node`'s object was changed in place; `old` is what it was. */
+  void UpdateNode(NodeIndex node, const Node& old) {
+    snapshot_.UpdateNode(node, old);
+    fw_->UpdateNode(node, old);
+  }
+
+  /** `node` (kept alive by the caller) joins. */
+  NodeIndex AddNode(const Node* node) {
+    NodeIndex i = snapshot_.AddNode(node);
+    fw_->AddNode(i);
+    return i;
+  }
+
+  const engine::Snapshot& snapshot() const { return snapshot_; }
 
  private:
   engine::Snapshot snapshot_;
@@ -635,6 +659,143 @@ TEST(PodTopologySpreadTest, RandomizedDifferentialListDefaultsAndGates) {
   FeatureGates legacy;
   legacy.overrides[spread::kLegacyEmptySelectorGate] = true;
   RunDifferential(14, 150, 9, 500, 40, list, legacy);
+}
+
+// ---- randomized differential: required node placement and events ---------------------
+
+// Node affinity terms of every operator, over labels some nodes lack, with matchFields,
+// empty and unparsable terms: the engine compiles the placement to label ids (§3).
+NodeSelectorRequirement RandomNodeRequirement(std::mt19937& rng) {
+  switch (rng() % 10) {
+    case 0: return NodeSelectorRequirement{"region", "In", {"region-0"}};
+    case 1: return NodeSelectorRequirement{"rack", "NotIn", {"rack-1", "rack-2"}};
+    case 2: return NodeSelectorRequirement{"disk", "Exists", {}};
+    case 3: return NodeSelectorRequirement{"disk", "DoesNotExist", {}};
+    case 4: return NodeSelectorRequirement{"cpus", "Gt", {"6"}};
+    case 5: return NodeSelectorRequirement{"cpus", "Lt", {"10"}};
+    case 6: return NodeSelectorRequirement{kZone, "In", {"zone-0", "zone-1", ""}};
+    case 7: return NodeSelectorRequirement{"gpu", "In", {"a"}};  // no node has it
+    case 8: return NodeSelectorRequirement{"gpu", "DoesNotExist", {}};
+    default: return NodeSelectorRequirement{"cpus", "Gt", {"x"}};  // does not parse
+  }
+}
+
+Pod RandomPlacedPod(std::mt19937& rng, int num_nodes) {
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const std::vector<std::string> keys = {kZone, kHost, "rack"};
+  Pod p = SpreadPod("template", {});
+  for (int i = 0, n = 1 + pick(2); i < n; ++i) {
+    TopologySpreadConstraint c =
+        testing::Spread(1 + pick(3), keys[pick(3)], pick(2) ? "DoNotSchedule" : "ScheduleAnyway",
+                        pick(3) ? MatchLabels({{"app", pick(2) ? "web" : "db"}}) : MatchExpression("tier", "Exists"));
+    if (pick(5) == 0) c.node_affinity_policy = "Ignore";
+    if (pick(5) == 0) c.min_domains = 1 + pick(6);
+    p.topology_spread_constraints.push_back(c);
+  }
+  if (pick(3) == 0) p.node_selector[pick(2) ? "disk" : "region"] = pick(2) ? "ssd" : "region-1";
+  if (pick(3) != 0) {
+    NodeSelector required;
+    for (int t = 0, n = 1 + pick(2); t < n; ++t) {
+      NodeSelectorTerm term;
+      if (pick(12) != 0) {  // else an empty term, which never matches
+        for (int r = 0, m = 1 + pick(2); r < m; ++r) term.match_expressions.push_back(RandomNodeRequirement(rng));
+      }
+      if (pick(6) == 0) {
+        const std::string name = "node-" + std::to_string(pick(num_nodes));
+        term.match_fields.push_back(NodeSelectorRequirement{"metadata.name", pick(2) ? "In" : "NotIn", {name}});
+      }
+      required.terms.push_back(term);
+    }
+    p.affinity = Affinity{};
+    p.affinity->node_affinity = NodeAffinity{};
+    p.affinity->node_affinity->required = required;
+  }
+  return p;
+}
+
+// Every pod a distinct placement, as SchedulingHeterogeneous: tables are built afresh from
+// the shared per-selector counts while pods are bound and deleted and nodes change labels or
+// join. The engine keeps its state across events; the reference starts from the objects.
+void RunEventsDifferential(engine::Backend backend, uint32_t seed, int num_nodes, int steps) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  RandomCluster rc = MakeRandomCluster(rng, num_nodes, 4, 3 * num_nodes);
+  const std::vector<std::string> cpus = {"4", "8", "16", "x"};
+  for (Node& n : rc.objects.nodes) {
+    if (pick(4) != 0) n.meta.labels["cpus"] = cpus[pick(4)];
+  }
+  ObjectSet reference_objects = rc.objects;
+  std::deque<Node> joined;  // nodes added later: the snapshot keeps pointers to them
+  EngineRun engine(rc.objects, PluginArgs{}, FeatureGates{}, backend);
+  auto node_object = [&](NodeIndex i) -> Node& {
+    return i < static_cast<NodeIndex>(rc.objects.nodes.size()) ? rc.objects.nodes[i] : joined[i - rc.objects.nodes.size()];
+  };
+  const std::vector<std::string> apps = {"web", "db", "cache"};
+  for (int k = 0; k < steps; ++k) {
+    const int nodes_now = engine.snapshot().num_nodes();
+    const int event = pick(10);
+    if (event == 0) {  // a node's labels change
+      const NodeIndex i = pick(nodes_now);
+      Node& n = node_object(i);
+      const Node old = n;
+      n.meta.labels[kZone] = rc.zones[pick(static_cast<int>(rc.zones.size()))];
+      if (pick(2) == 0) n.meta.labels["cpus"] = cpus[pick(4)];
+      if (pick(3) == 0) n.meta.labels.erase("disk");
+      engine.UpdateNode(i, old);
+      reference_objects.nodes[i] = n;
+      continue;
+    }
+    if (event == 1 && pick(3) == 0) {  // a node joins
+      const std::string name = "node-" + std::to_string(nodes_now);
+      joined.push_back(SpreadNode(name, {{kHost, name}, {kZone, rc.zones[pick(4)]}, {"cpus", cpus[pick(4)]},
+                                         {"region", "region-" + std::to_string(pick(2))}}));
+      engine.AddNode(&joined.back());
+      reference_objects.nodes.push_back(joined.back());
+      continue;
+    }
+    if (event == 2) {  // a bound pod is deleted
+      const NodeIndex i = pick(nodes_now);
+      const size_t on = engine.snapshot().pods_on(i).size();
+      if (on == 0) continue;
+      const std::string gone = engine.Unbind(i, static_cast<size_t>(pick(static_cast<int>(on))));
+      auto& pods = reference_objects.pods;
+      pods.erase(std::find_if(pods.begin(), pods.end(), [&](const Pod& p) { return p.meta.name == gone; }));
+      continue;
+    }
+    Pod pod = RandomPlacedPod(rng, nodes_now);
+    pod.meta.name = "scheduled-" + std::to_string(k);
+    if (pick(5) != 0) pod.meta.labels["app"] = apps[pick(3)];
+    if (pick(2) == 0) pod.meta.labels["tier"] = "fe";
+    std::vector<NodeIndex> candidates;
+    for (NodeIndex i = 0; i < nodes_now; ++i) {
+      if (pick(3) != 0) candidates.push_back(i);
+    }
+    Outcome e = engine.Run(pod, candidates);
+    Outcome r = RunReference(reference_objects, pod, candidates, PluginArgs{}, FeatureGates{});
+    ASSERT_EQ(e.Diff(r), "") << "step " << k;
+    std::vector<NodeIndex> fits;
+    for (NodeIndex i = 0; i < nodes_now; ++i) {
+      if (e.filter[i].IsSuccess()) fits.push_back(i);
+    }
+    const NodeIndex node = fits.empty() ? pick(nodes_now) : fits[pick(static_cast<int>(fits.size()))];
+    Pod bound = pod;
+    bound.node_name = node_object(node).meta.name;
+    engine.Bind(bound, node);
+    reference_objects.pods.push_back(bound);
+  }
+}
+
+TEST(PodTopologySpreadTest, RandomizedDifferentialPlacementAndEvents) {
+  struct Case {
+    uint32_t seed;
+    int nodes, steps;
+  };
+  for (engine::Backend backend : Backends()) {
+    for (const Case& c : {Case{31, 1, 30}, Case{32, 33, 150}, Case{33, 300, 150}, Case{34, 2100, 40}}) {
+      SCOPED_TRACE(std::string(engine::BackendName(backend)) + " seed " + std::to_string(c.seed));
+      RunEventsDifferential(backend, c.seed, c.nodes, c.steps);
+    }
+  }
 }
 
 }  // namespace

@@ -65,6 +65,11 @@ class RequiredPlacement {
   bool Matches(const Node& node) const;
   /** Canonical text of what Matches reads. */
   const std::string& key() const { return key_; }
+  /** What Matches reads, for compiling it to label-id comparisons: spec.nodeSelector, and
+   *  whether required affinity is set with its terms that can match (non-empty, parsable). */
+  const Labels& node_selector() const { return node_selector_; }
+  bool has_affinity() const { return has_affinity_; }
+  const std::vector<NodeSelectorTerm>& terms() const { return terms_; }
 
  private:
   Labels node_selector_;
