@@ -27,6 +27,7 @@ using vector = thrust::cuda::vector<T>;
 inline auto policy() { return thrust::cuda::par; }
 }  // namespace kplace::cuda
 #elif defined(KPLACE_BACKEND_OMP)
+#include <omp.h>
 #include <thrust/system/omp/execution_policy.h>
 #include <thrust/system/omp/vector.h>
 #define KPLACE_BACKEND_NS omp
@@ -43,9 +44,13 @@ inline auto policy() { return thrust::omp::par; }
 namespace kplace::KPLACE_BACKEND_NS {
 
 /** On the omp backend, per-node plugin work over fewer nodes than this runs on the calling
- *  thread: an OpenMP parallel region costs a futex round trip (OMP_WAIT_POLICY=passive),
- *  microseconds, more than the work over a feasible window or a few bound nodes. */
-constexpr int64_t kOmpSerialBelow = 2048;
+ *  thread: an OpenMP parallel region costs a futex round trip to wake the other threads
+ *  (OMP_WAIT_POLICY=passive), tens of microseconds on a busy machine, more than a thread
+ *  saves on the tens of nanoseconds per node a plugin spends. So a pod's feasible window
+ *  (5% of 100,000 nodes at the most) and a few bound nodes stay on one thread, and passes
+ *  over a large cluster's every node go parallel. (SchedulingHeterogeneous at 50,000 nodes,
+ *  every pod its own run of windows of ~2,500 nodes: 2,048 here cost a fifth of its time.) */
+constexpr int64_t kOmpSerialBelow = 16384;
 /** The same for work of a few instructions per element (fills, gathers, merges). */
 constexpr int64_t kOmpLightSerialBelow = 65536;
 
@@ -63,6 +68,26 @@ void WithPolicy(int64_t n, F&& f, int64_t serial_below = kOmpSerialBelow) {
   f(policy());
 }
 
+/** Resizes backend vector `v` to `n` elements. On omp a thrust vector initializes the
+ *  elements it gains in a parallel region, which wakes the other threads (a futex round
+ *  trip, tens of microseconds on a busy machine) for a few elements: a compiled pod's
+ *  parameter blocks, a window's scratch. That work runs on the calling thread. */
+template <typename T>
+void Resize(vector<T>* v, size_t n) {
+#if defined(KPLACE_BACKEND_OMP)
+  if (n <= v->size()) {
+    v->resize(n);
+    return;
+  }
+  const int threads = omp_get_max_threads();
+  if (static_cast<int64_t>(n - v->size()) < kOmpLightSerialBelow) omp_set_num_threads(1);
+  v->resize(n);
+  omp_set_num_threads(threads);
+#else
+  v->resize(n);
+#endif
+}
+
 /** Copies a host vector into backend memory. */
 template <typename T>
 void Upload(const std::vector<T>& host, vector<T>* out) {
@@ -72,7 +97,7 @@ void Upload(const std::vector<T>& host, vector<T>* out) {
     return;
   }
 #if defined(KPLACE_BACKEND_OMP)
-  out->resize(host.size());  // no parallel region unless it grows
+  Resize(out, host.size());
   std::copy(host.begin(), host.end(), thrust::raw_pointer_cast(out->data()));
 #else
   out->assign(host.begin(), host.end());
@@ -87,7 +112,7 @@ const T* Ptr(const vector<T>& v) { return thrust::raw_pointer_cast(v.data()); }
 /** Sets `*v` to `n` copies of `value`. */
 template <typename T>
 void Fill(vector<T>* v, int64_t n, T value) {
-  v->resize(n);
+  Resize(v, static_cast<size_t>(n));
   T* data = thrust::raw_pointer_cast(v->data());
   WithPolicy(n, [&](auto p) { thrust::fill(p, data, data + n, value); }, kOmpLightSerialBelow);
 }
@@ -97,7 +122,7 @@ void Fill(vector<T>* v, int64_t n, T value) {
  *  parallel region). */
 template <typename T>
 T* Scratch(vector<T>* v, int64_t n) {
-  if (static_cast<int64_t>(v->size()) < n) v->resize(n);
+  if (static_cast<int64_t>(v->size()) < n) Resize(v, static_cast<size_t>(n));
   return thrust::raw_pointer_cast(v->data());
 }
 
@@ -154,7 +179,7 @@ struct Column {
    *  node, never by its size. */
   void Push(T v) {
     host.push_back(v);
-    if (dev.size() < host.size()) dev.resize(std::max(host.size(), 2 * dev.size()));
+    if (dev.size() < host.size()) Resize(&dev, std::max(host.size(), 2 * dev.size()));
     Set(host.size() - 1, v);
   }
 };

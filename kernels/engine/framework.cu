@@ -318,7 +318,7 @@ class BackendFramework final : public engine::Framework {
     out->raw = raw;
     out->normalized.assign(score_.size(), std::vector<int64_t>(count, 0));
     out->total.assign(count, 0);
-    scores_.resize(count);
+    Resize(&scores_, static_cast<size_t>(count));
     for (size_t k = 0; k < score_.size() && count > 0; ++k) {
       if (skipped[k]) continue;
       thrust::copy(raw[k].begin(), raw[k].end(), scores_.begin());
@@ -679,7 +679,7 @@ class BackendFramework final : public engine::Framework {
     out->pre_score_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - pre_score_start).count();
     if (!pre_scored || count == 0) return;  // nothing to score or copy
     Upload(feasible, &nodes_);
-    scores_.resize(count);
+    Resize(&scores_, static_cast<size_t>(count));
     int64_t* total = Scratch(&total_, count);
     FillN(total, count, int64_t{0});
     int64_t* scores = Ptr(scores_);

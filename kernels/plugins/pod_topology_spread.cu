@@ -402,7 +402,7 @@ class PodTopologySpread final : public engine::Plugin {
   }
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
-    ignored_.resize(count > 0 ? count : 0);
+    Resize(&ignored_, static_cast<size_t>(count > 0 ? count : 0));
     ForListedNodes(nodes, count, scores, SpreadScoreFn{score_});
     ForListedNodes(nodes, count, Ptr(ignored_), SpreadIgnoredFn{score_});
   }

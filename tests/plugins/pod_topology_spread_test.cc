@@ -791,7 +791,10 @@ TEST(PodTopologySpreadTest, RandomizedDifferentialPlacementAndEvents) {
     int nodes, steps;
   };
   for (engine::Backend backend : Backends()) {
-    for (const Case& c : {Case{31, 1, 30}, Case{32, 33, 150}, Case{33, 300, 150}, Case{34, 2100, 40}}) {
+    // 2,100 nodes: above the omp backend's old parallel threshold; 17,000: above its current
+    // one (kOmpSerialBelow), so that per-node passes run threaded and on one thread alike.
+    for (const Case& c : {Case{31, 1, 30}, Case{32, 33, 150}, Case{33, 300, 150}, Case{34, 2100, 40},
+                          Case{35, 17000, 6}}) {
       SCOPED_TRACE(std::string(engine::BackendName(backend)) + " seed " + std::to_string(c.seed));
       RunEventsDifferential(backend, c.seed, c.nodes, c.steps);
     }
