@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -630,6 +631,14 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     slot[ObjectKey(pod.meta)] = q;
     if (!pod.nominated_node_name.empty() && pod.node_name.empty()) Nominate(pod);
   }
+  // With GenericWorkload, each pod's PodGroup (namespace/name), "" for a pod on its own.
+  std::vector<std::string> group(order.size());
+  if (options().gates.Enabled("GenericWorkload")) {
+    for (size_t q = 0; q < order.size(); ++q) {
+      const Pod& pod = pending[order[q]];
+      if (!pod.scheduling_group.empty()) group[q] = StrCat(pod.meta.namespace_, "/", pod.scheduling_group);
+    }
+  }
   std::vector<size_t> queue(order.size());
   std::iota(queue.begin(), queue.end(), 0);
   std::vector<int32_t> attempts(order.size(), 0);
@@ -637,8 +646,8 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     std::vector<size_t> failed;
     bool preempted = false;
     bool stop = false;
-    for (size_t q : queue) {
-      Placement p = Schedule(pending[order[q]]);
+    std::set<std::string> tried;  // PodGroups whose cycle ran in this pass
+    auto record = [&](size_t q, Placement p) {
       stop = each && !each(p);
       if (p.node.empty() && !p.gated && !p.other_scheduler) failed.push_back(q);
       bool preempts = p.preemption && !p.preemption->victims.empty();
@@ -647,7 +656,28 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
       if (!preempts && out[q].preemption && !out[q].preemption->victims.empty()) p.preemption = out[q].preemption;
       p.attempts = ++attempts[q];
       out[q] = std::move(p);
-      if (stop) break;
+    };
+    for (size_t at = 0; at < queue.size() && !stop; ++at) {
+      const size_t q = queue[at];
+      if (group[q].empty()) {
+        record(q, Schedule(pending[order[q]]));
+        continue;
+      }
+      // The group's first pod in queue order brings every member queued after it.
+      if (!tried.insert(group[q]).second) continue;
+      std::vector<size_t> members;
+      std::vector<const Pod*> pods;
+      for (size_t later = at; later < queue.size(); ++later) {
+        if (group[queue[later]] != group[q]) continue;
+        members.push_back(queue[later]);
+        pods.push_back(&pending[order[queue[later]]]);
+      }
+      int64_t pending_members = 0;
+      for (size_t k = 0; k < order.size(); ++k) {
+        if (group[k] == group[q] && !state().FindBoundPod(ObjectKey(pending[order[k]].meta))) ++pending_members;
+      }
+      std::vector<Placement> placed = SchedulePodGroup(group[q], pods, pending_members);
+      for (size_t m = 0; m < members.size(); ++m) record(members[m], std::move(placed[m]));
     }
     if (!preempted || stop) break;
     // The victims' deletion completes; every pod that failed in the round is tried again.
