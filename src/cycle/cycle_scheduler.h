@@ -99,6 +99,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   void RestartAllBatches();
 
   // scheduler.cc: the cycle.
+  // Schedule for a pod of profile `ev_index` that PreEnqueue let through (`out` names it).
+  Placement ScheduleAdmitted(const Pod& pod, Evaluator& ev, size_t ev_index, Placement out);
   Placement ScheduleOne(const Pod& pod, Evaluator& ev, size_t ev_index, Placement out);
   Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out);
   NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch);

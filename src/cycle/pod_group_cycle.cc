@@ -33,18 +33,21 @@ struct GroupStatus {
 };
 
 // GangScheduling's PlacementFeasible: whether minCount can still be met (a basic group
-// needs one pod).
-GroupStatus PlacementFeasible(int64_t min_count, int64_t scheduled, int64_t remaining) {
-  if (remaining + scheduled < min_count) {
-    return {Code::kUnschedulable, false,
-            StrCat("minCount (", min_count, ") cannot be satisfied: ", scheduled, " scheduled, ", remaining, " remaining")};
+// needs one pod). The message is written only for a status that ends the loop or is kept.
+struct Feasibility {
+  int64_t min_count, scheduled, remaining;
+  Code Check() const {
+    if (remaining + scheduled < min_count) return Code::kUnschedulable;
+    return scheduled < min_count ? Code::kWait : Code::kSuccess;
   }
-  if (scheduled < min_count) {
-    return {Code::kWait, false,
-            StrCat("minCount (", min_count, ") is not yet satisfied: ", scheduled, " scheduled, ", remaining, " remaining")};
+  GroupStatus Status() const {
+    const Code code = Check();
+    if (code == Code::kSuccess) return {};
+    return {code, false,
+            StrCat("minCount (", min_count, ") ", code == Code::kWait ? "is not yet" : "cannot be", " satisfied: ",
+                   scheduled, " scheduled, ", remaining, " remaining")};
   }
-  return {};
-}
+};
 
 const char* PreemptionPolicyName(const Pod& pod) {
   return pod.preemption_policy.empty() ? "PreemptLowerPriority" : pod.preemption_policy.c_str();
@@ -104,6 +107,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
   const std::vector<const Pod*> bound = state_.PodGroupMembers(group);
   // PreEnqueue: the profile's plugins, then GangScheduling's (appended to the profile).
   std::vector<size_t> queued;
+  std::vector<size_t> profile_of(members.size());
   for (size_t m = 0; m < members.size(); ++m) {
     const Pod& pod = *members[m];
     Placement& p = out[m];
@@ -117,6 +121,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
       continue;
     }
     if (!PreEnqueue(pod, ev_index, &p)) continue;
+    profile_of[m] = ev_index;
     std::string held;
     if (!pg) {
       held = StrCat("waiting for pods's pod group ", GoQuote(pod.scheduling_group), " to appear in scheduling queue");
@@ -144,7 +149,6 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
       out[m].pod_group = outcome;
       if (out[m].node.empty()) state_.ClearNomination(out[m].pod);  // clearNominatedNode
     }
-    return out;
   };
 
   std::vector<const Pod*> pods;
@@ -154,13 +158,12 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
       out[m].code = Code::kError;
       out[m].message = e;
     }
-    return finish({Code::kError, false, e});
+    finish({Code::kError, false, e});
+    return out;
   }
 
-  const int64_t min_count = pg->min_count.value_or(1);
-  int64_t scheduled = static_cast<int64_t>(bound.size());
-  int64_t remaining = static_cast<int64_t>(queued.size());
-  GroupStatus status = PlacementFeasible(min_count, scheduled, remaining);
+  Feasibility progress{pg->min_count.value_or(1), static_cast<int64_t>(bound.size()), static_cast<int64_t>(queued.size())};
+  GroupStatus status = progress.Status();
   size_t evaluated = 0;
   bool any_scheduled = false;
   const absl::Status begun = status.code == Code::kUnschedulable ? absl::OkStatus() : state_.Begin();
@@ -173,22 +176,24 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     // (the start index, the counters, random draws) stays moved, as upstream's does.
     in_pod_group_ = true;
     for (size_t m : queued) {
-      Placement p = Schedule(*members[m]);
+      Placement admitted;
+      admitted.pod = out[m].pod;
+      out[m] = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(admitted));
       ++evaluated;
-      const bool fits = !p.node.empty();
-      const bool failed = p.code == Code::kError;
-      out[m] = std::move(p);
+      const bool fits = !out[m].node.empty();
+      const bool failed = out[m].code == Code::kError;
       if (failed) {
         status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", out[m].message)};
         break;
       }
-      --remaining;
-      if (fits) ++scheduled;
-      status = PlacementFeasible(min_count, scheduled, remaining);
+      --progress.remaining;
+      if (fits) ++progress.scheduled;
+      status.code = progress.Check();
       if (status.code == Code::kUnschedulable) break;
       any_scheduled = any_scheduled || fits;
     }
     in_pod_group_ = false;
+    if (status.code != Code::kError) status = progress.Status();
     if (status.code == Code::kWait) {
       status.code = Code::kUnschedulable;
       status.wrapped = true;
@@ -232,7 +237,8 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
       p.score = 0;
     }
   }
-  return finish(status);
+  finish(status);
+  return out;
 }
 
 }  // namespace kplace::cycle
