@@ -1,8 +1,12 @@
 #include "kplace/serve/placement_state.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/model/decode.h"
 
 namespace kplace::serve {
 namespace {
@@ -142,6 +146,46 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   ASSERT_TRUE(held.ok()) << held.status();
   EXPECT_TRUE(held->placements[0].gated);
   EXPECT_EQ(held->placements[0].message, "waiting for pods's pod group \"missing\" to appear in scheduling queue");
+}
+
+// The service decides PodGroups as `kplace schedule` does (Scheduler::ScheduleAll on the same
+// objects): random clusters and requests of gangs, basic groups and plain pods.
+TEST(PlacementStateTest, PodGroupsDecideAsScheduleAllDoes) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  for (int round = 0; round < 12; ++round) {
+    std::vector<std::string> nodes, request;
+    for (int i = 0; i < 3 + pick(6); ++i) nodes.push_back(NodeJson(StrCat("n", i), std::to_string(2 + pick(4))));
+    for (int g = 0; g < 1 + pick(3); ++g) {
+      const int members = 1 + pick(5);
+      std::string group = PodGroupJson(StrCat("g", g), 1 + pick(members + 1));
+      if (pick(3) == 0) group.replace(group.find(R"({"gang":{"minCount":)"), std::string::npos, R"({"basic":{}}}})");
+      request.push_back(group);
+      for (int m = 0; m < members; ++m) request.push_back(GroupMember(StrCat("g", g, "-", m), std::to_string(1 + pick(3)), StrCat("g", g)));
+    }
+    for (int k = 0; k < pick(4); ++k) request.push_back(PodJson(StrCat("plain", k), std::to_string(1 + pick(3))));
+    std::shuffle(request.begin(), request.end(), rng);
+    PlacementState service(WithGenericWorkload());
+    ASSERT_TRUE(service.Reset(List(nodes), "").ok());
+    auto got = service.Schedule(List(request), false, std::nullopt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    // The same objects through the scheduler alone.
+    ObjectSet cluster, pending;
+    ASSERT_TRUE(DecodeDocument(nlohmann::json::parse(List(nodes)), "nodes", &cluster).ok());
+    ASSERT_TRUE(DecodeDocument(nlohmann::json::parse(List(request)), "request", &pending).ok());
+    cluster.pod_groups = pending.pod_groups;
+    auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), WithGenericWorkload());
+    ASSERT_TRUE(s.ok()) << s.status();
+    std::vector<cycle::Placement> want = (*s)->ScheduleAll(pending.pods);
+    ASSERT_EQ(got->placements.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const cycle::Placement& a = got->placements[k];
+      const cycle::Placement& b = want[k];
+      EXPECT_EQ(StrCat(a.pod, " ", a.node, " ", a.message, " ", a.pod_group ? a.pod_group->message : "-"),
+                StrCat(b.pod, " ", b.node, " ", b.message, " ", b.pod_group ? b.pod_group->message : "-"))
+          << "round " << round;
+    }
+  }
 }
 
 // Without GenericWorkload (v1.37's default) spec.schedulingGroup changes nothing, as upstream.
