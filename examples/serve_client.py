@@ -4,7 +4,7 @@
 usage: serve_client.py [--target HOST:PORT] [DIR]   (DIR: this folder's JSON files)
 
 Resets the service to DIR/cluster.json, dry-runs DIR/pods.json, commits DIR/job.json as a
-gang of four, asks which of DIR/queue.json's pods could start now, and reads the cluster back.
+gang of four (a PodGroup), asks which of DIR/queue.json's pods could start now, and reads the cluster back.
 """
 import argparse
 import os
@@ -29,9 +29,9 @@ def main() -> None:
         # DRY_RUN decides exactly as a commit would and changes nothing.
         for p in kp.schedule(read("pods.json"), dry_run=True).placements:
             print(f"dry run: {p.pod} -> {p.node or p.message}")
-        # A gang: at least 4 of the job's pods, or none; committed at the revision just read.
-        g = kp.schedule(read("job.json"), gangs=[{"name": "job", "min_count": 4, "pods": [f"default/w{k}" for k in range(4)]}],
-                        expected_revision=kp.revision, expected_instance=kp.instance)
+        # A gang (PodGroup "job", minCount 4): at least 4 of the job's pods, or none; committed
+        # at the revision just read.
+        g = kp.schedule(read("job.json"), expected_revision=kp.revision, expected_instance=kp.instance)
         for p in g.placements:
             print(f"gang job: {p.pod} -> {p.node or p.message}")
         print(f"gang job: placed {g.gangs[0].placed} ({g.gangs[0].placed_count} of {g.gangs[0].min_count}), revision {g.revision}")

@@ -386,6 +386,46 @@ void BM_TransactionScheduleRevert(benchmark::State& state) {
 }
 BENCHMARK(BM_TransactionScheduleRevert)->Args({5000, 0})->Args({5000, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A gang of 512 SchedulingBasic pods (a PodGroup, minCount 512, GenericWorkload) decided in
+// one PodGroup cycle, against the same pods without a group (range(1) = 0): {nodes, grouped}.
+// Each iteration schedules them inside a transaction and reverts it. Items = pods.
+void BM_PodGroupCycle(benchmark::State& state) {
+  constexpr int32_t kMembers = 512;
+  const bool grouped = state.range(1) != 0;
+  auto w = LoadWorkload("SchedulingBasic");
+  if (!w.ok()) return state.SkipWithError(std::string(w.status().message()).c_str());
+  SelectNodes(*w, static_cast<int32_t>(state.range(0)));
+  auto built = BuildCluster(*w);
+  PodGroup measured = w->measured;
+  measured.count = kMembers;
+  auto pods = BuildPods(measured, "member");
+  if (!built.ok() || !pods.ok()) return state.SkipWithError("cannot build the workload");
+  auto cluster = std::make_unique<ObjectSet>(std::move(*built));
+  if (grouped) {
+    kplace::PodGroup gang;
+    gang.meta.name = "gang";
+    gang.meta.namespace_ = (*pods)[0].meta.namespace_;
+    gang.min_count = kMembers;
+    gang.priority = (*pods)[0].priority.value_or(0);
+    cluster->pod_groups.push_back(gang);
+    for (Pod& p : *pods) p.scheduling_group = "gang";
+  }
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  options.gates.overrides["GenericWorkload"] = true;
+  auto s = cycle::Scheduler::Create(*cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  for (auto _ : state) {
+    if (!(*s)->state().Begin().ok()) return state.SkipWithError("Begin");
+    std::vector<cycle::Placement> out = (*s)->ScheduleAll(*pods);
+    if (out.empty() || out.back().node.empty()) return state.SkipWithError("a member did not fit");
+    if (!(*s)->state().Revert().ok()) return state.SkipWithError("Revert");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(kMembers) * state.iterations());
+  state.SetLabel(grouped ? "PodGroup cycle" : "no group");
+}
+BENCHMARK(BM_PodGroupCycle)->Args({5000, 1})->Args({5000, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // "How many replicas of this fit?" (whatif::Replicas, scheduler-library's
 // SchedulePodsByTemplate) on SchedulingBasic's cluster: {nodes, copies, reference?}; copies
 // of its pod through the whole cycle (batched on the engine: they share a signature), then

@@ -364,6 +364,13 @@ std::string ExplainTable(const cycle::Placement& p, int32_t nodes_to_find, const
                   ", victims: ", Join(p.preemption->victims), "\n");
   }
   if (p.attempts > 1) out += StrCat("  attempts: ", p.attempts, " (this is the last)\n");
+  if (p.pod_group) {  // the group's outcome after its PodGroup cycle
+    const cycle::PodGroupOutcome& g = *p.pod_group;
+    out += Flow(StrCat("  pod group ", g.pod_group, ": "),
+                Words(StrCat(g.scheduled ? "scheduled" : g.reason == "SchedulerError" ? "error" : "unschedulable",
+                             g.message.empty() ? "" : StrCat(": ", g.message))),
+                "", o.width, 4);
+  }
   if (!p.explanation) return out;
   if (!best_first.empty()) out += ScoreTable(*p.explanation, best_first, tied, p.node, o);
   return out + FilterSummary(p, nodes_to_find, o);

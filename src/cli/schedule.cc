@@ -413,12 +413,12 @@ int Schedule(int argc, char** argv, bool explain_command) {
   std::map<std::string, std::string> seen_in;
   std::set<std::string> node_names;
   struct Counts {
-    size_t nodes, pods, namespaces, workloads, storage, pdbs, classes, claims, templates, device_classes, slices;
+    size_t nodes, pods, namespaces, workloads, storage, pdbs, classes, groups, claims, templates, device_classes, slices;
   };
   auto counts = [](const ObjectSet& o) {
     return Counts{o.nodes.size(), o.pods.size(), o.namespaces.size(), o.workloads.size(), o.storage.size(),
-                  o.pdbs.size(), o.priority_classes.size(), o.resource_claims.size(), o.resource_claim_templates.size(),
-                  o.device_classes.size(), o.resource_slices.size()};
+                  o.pdbs.size(), o.priority_classes.size(), o.pod_groups.size(), o.resource_claims.size(),
+                  o.resource_claim_templates.size(), o.device_classes.size(), o.resource_slices.size()};
   };
   // Notes the objects `o` gained since `from`, all read from `file`.
   auto note_new = [&](const ObjectSet& o, const Counts& from, const std::string& file) {
@@ -452,6 +452,9 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     for (size_t i = from.classes; i < o.priority_classes.size(); ++i) {
       if (!note("PriorityClass", o.priority_classes[i].meta, false)) return false;
+    }
+    for (size_t i = from.groups; i < o.pod_groups.size(); ++i) {
+      if (!note("PodGroup", o.pod_groups[i].meta, true)) return false;
     }
     for (size_t i = from.claims; i < o.resource_claims.size(); ++i) {
       if (!note("ResourceClaim", o.resource_claims[i].meta, true)) return false;
@@ -516,6 +519,7 @@ int Schedule(int argc, char** argv, bool explain_command) {
     }
     for (PodDisruptionBudget& b : set.pdbs) cluster.pdbs.push_back(std::move(b));
     for (PriorityClass& c : set.priority_classes) cluster.priority_classes.push_back(std::move(c));
+    for (PodGroup& g : set.pod_groups) cluster.pod_groups.push_back(std::move(g));
     // The claims a pending pod uses may come with it.
     for (ResourceClaim& c : set.resource_claims) cluster.resource_claims.push_back(std::move(c));
     for (ResourceClaimTemplate& t : set.resource_claim_templates) cluster.resource_claim_templates.push_back(std::move(t));

@@ -547,7 +547,7 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     static const std::set<std::string> kKeys = {"name", "source", "note", "plugins", "profile", "additionalProfiles",
                                                 "featureGates", "nodes", "existingPods", "pods", "objects",
-                                                "batchAgeExceededBefore", "expect"};
+                                                "batchAgeExceededBefore", "expect", "podGroups"};
     if (!kKeys.count(it.key())) return r.Error(it.key(), "unsupported field in a sequence case");
   }
   if (!c->default_profile) return r.Error("plugins", "a sequence case runs \"default\"");
@@ -587,6 +587,8 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
     if (!q.pods[i].node_name.empty()) return r.Error(StrCat("pods[", i, "].spec.nodeName"), "a sequence pod is pending");
   }
   KPLACE_RETURN_IF_ERROR(DecodeObjects(r, doc, c));
+  q.queued = CaseReader::Find(doc, "podGroups") != nullptr;
+  KPLACE_RETURN_IF_ERROR(DecodeList<PodGroup>(r, doc, "podGroups", "", DecodePodGroup, &c->objects.pod_groups));
   if (const json* ages = CaseReader::Find(doc, "batchAgeExceededBefore")) {
     if (!ages->is_array()) return r.Error("batchAgeExceededBefore", "expected a list of pod indices");
     for (size_t i = 0; i < ages->size(); ++i) {
@@ -601,7 +603,9 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
   const json* expect = CaseReader::Find(doc, "expect");
   if (!expect || !expect->is_object()) return r.Error("expect", "missing");
   for (auto it = expect->begin(); it != expect->end(); ++it) {
-    if (it.key() != "placements" && it.key() != "hinted") return r.Error(StrCat("expect.", it.key()), "unknown expectation");
+    if (it.key() != "placements" && it.key() != "hinted" && it.key() != "podGroups") {
+      return r.Error(StrCat("expect.", it.key()), "unknown expectation");
+    }
   }
   const json* placements = CaseReader::Find(*expect, "placements");
   if (!placements || !placements->is_array() || placements->size() != q.pods.size()) {
@@ -626,6 +630,24 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
       want.message = m->get<std::string>();
     }
     q.placements.push_back(std::move(want));
+  }
+  if (const json* groups = CaseReader::Find(*expect, "podGroups")) {
+    if (!q.queued) return r.Error("expect.podGroups", "only a case with podGroups asserts them");
+    if (!groups->is_array()) return r.Error("expect.podGroups", "expected a list");
+    for (size_t i = 0; i < groups->size(); ++i) {
+      const json& e = (*groups)[i];
+      const std::string path = StrCat("expect.podGroups[", i, "]");
+      PodGroupExpectation want;
+      KPLACE_RETURN_IF_ERROR(r.String(e, "name", path, &want.name));
+      const json* scheduled = CaseReader::Find(e, "scheduled");
+      if (!scheduled || !scheduled->is_boolean()) return r.Error(CaseReader::Join(path, "scheduled"), "expected true or false");
+      want.scheduled = scheduled->get<bool>();
+      if (const json* m = CaseReader::Find(e, "message")) {
+        if (!m->is_string()) return r.Error(CaseReader::Join(path, "message"), "expected a string");
+        want.message = m->get<std::string>();
+      }
+      q.pod_groups.push_back(std::move(want));
+    }
   }
   if (const json* hinted = CaseReader::Find(*expect, "hinted")) {
     if (!hinted->is_array() || hinted->size() != q.pods.size()) {

@@ -2,6 +2,9 @@
 // scheduler (its profiles, OpportunisticBatching included), each placed pod bound before the
 // next pod's cycle, and compares where each one ended up.
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
@@ -25,14 +28,24 @@ absl::StatusOr<CaseResult> RunSequenceCase(const Case& c, const RunOptions& run)
     if (p.node_name.empty() && !p.nominated_node_name.empty()) scheduler->Nominate(p);
   }
   CaseResult result;
+  // A queued case's pods all wait in the queue before it runs; the others arrive one at a
+  // time, each just before its own cycle.
+  std::vector<cycle::Placement> queued(q.pods.size());
+  if (q.queued) {
+    std::vector<cycle::Placement> got = scheduler->ScheduleAll(q.pods);
+    const std::vector<size_t> order = cycle::QueueOrder(q.pods);
+    for (size_t k = 0; k < order.size(); ++k) queued[order[k]] = std::move(got[k]);
+  }
+  std::map<std::string, std::shared_ptr<const cycle::PodGroupOutcome>> groups;
   for (size_t i = 0; i < q.pods.size(); ++i) {
     const Pod& pod = q.pods[i];
     if (std::find(q.batch_age_exceeded_before.begin(), q.batch_age_exceeded_before.end(), i) !=
         q.batch_age_exceeded_before.end()) {
       scheduler->ExpireBatchState();
     }
-    if (!pod.nominated_node_name.empty()) scheduler->Nominate(pod);
-    const cycle::Placement got = scheduler->Schedule(pod);
+    if (!q.queued && !pod.nominated_node_name.empty()) scheduler->Nominate(pod);
+    const cycle::Placement got = q.queued ? std::move(queued[i]) : scheduler->Schedule(pod);
+    if (got.pod_group) groups[got.pod_group->pod_group] = got.pod_group;
     const PlacementExpectation& want = q.placements[i];
     const std::string what = StrCat("pods[", i, "] ", pod.meta.name);
     const std::string got_node = got.node.empty() ? "null" : StrCat("\"", got.node, "\"");
@@ -47,6 +60,19 @@ absl::StatusOr<CaseResult> RunSequenceCase(const Case& c, const RunOptions& run)
     if (i < q.hinted.size() && q.hinted[i] && *q.hinted[i] != got.hinted) {
       result.diffs.push_back(StrCat(what, " hinted: expected ", *q.hinted[i] ? "true" : "false", ", got ",
                                     got.hinted ? "true" : "false"));
+    }
+  }
+  for (const PodGroupExpectation& want : q.pod_groups) {
+    auto it = groups.find(want.name);
+    const bool scheduled = it != groups.end() && it->second->scheduled;
+    if (scheduled != want.scheduled) {
+      result.diffs.push_back(StrCat("PodGroup ", want.name, " scheduled: expected ", want.scheduled ? "true" : "false",
+                                    ", got ", scheduled ? "true" : "false",
+                                    it == groups.end() ? "" : StrCat(" (", it->second->reason, ": ", it->second->message, ")")));
+    }
+    const std::string message = it == groups.end() ? "" : it->second->message;
+    if (want.message && message != *want.message) {
+      result.diffs.push_back(StrCat("PodGroup ", want.name, " message: expected \"", *want.message, "\", got \"", message, "\""));
     }
   }
   result.outcome = result.diffs.empty() ? Outcome::kPass : Outcome::kFail;

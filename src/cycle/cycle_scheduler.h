@@ -57,6 +57,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   absl::Status Init();
 
   Placement Schedule(const Pod& pod) override;
+  std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
+                                          int64_t pending_members) override;
   absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit) override;
   absl::Status Assume(const Pod& pod, const std::string& node) override;
   state::ClusterState& state() override { return state_; }
@@ -97,6 +99,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   void RestartAllBatches();
 
   // scheduler.cc: the cycle.
+  // Schedule for a pod of profile `ev_index` that PreEnqueue let through (`out` names it).
+  Placement ScheduleAdmitted(const Pod& pod, Evaluator& ev, size_t ev_index, Placement out);
   Placement ScheduleOne(const Pod& pod, Evaluator& ev, size_t ev_index, Placement out);
   Placement ScheduleBatched(const Pod& pod, BatchCycle& batch, const Profile& profile, Placement out);
   NodeIndex BatchHint(const Pod& pod, Evaluator& ev, size_t ev_index, OpportunisticBatch& batch);
@@ -141,6 +145,9 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   std::vector<OpportunisticBatch> opp_;
   int64_t cycle_ = 0;          // scheduling cycles so far, every profile's
   bool expire_batch_ = false;  // ExpireBatchState, for the next cycle
+  // Inside a PodGroup cycle: a member that fits nowhere runs no per-pod PostFilter (the
+  // group's own preemption decides for all of it).
+  bool in_pod_group_ = false;
   int64_t expired_cycle_ = -1;
 };
 

@@ -190,6 +190,12 @@ json PlacementJson(const Placement& p, bool explain, const Profile& profile, con
   if (p.hinted) j["hinted"] = true;  // OpportunisticBatching's hint: no filter pass, no scores
   if (p.attempts > 1) j["attempts"] = p.attempts;
   if (p.preempted) j["preemptedLater"] = true;
+  if (p.pod_group) {  // the group's PodGroupInitiallyScheduled condition after its cycle
+    j["podGroup"] = {{"name", p.pod_group->pod_group},
+                     {"scheduled", p.pod_group->scheduled},
+                     {"reason", p.pod_group->reason},
+                     {"message", p.pod_group->message}};
+  }
   if (p.preemption && !p.preemption->victims.empty()) {
     j["nominatedNode"] = p.preemption->nominated_node;
     j["victims"] = p.preemption->victims;

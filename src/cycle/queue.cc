@@ -26,7 +26,19 @@ absl::Status SchedulingQueue::Add(const Pod& pod, const std::string& where) {
   if (Pending(key)) return absl::AlreadyExistsError(StrCat(where, where.empty() ? "" : ": ", "Pod ", key, " is already pending"));
   active_.push_back(pod);
   active_keys_.insert(std::move(key));
+  PendingPodAdded(pod);
   return absl::OkStatus();
+}
+
+// An unscheduled pod's add reaches only GangScheduling's hint: a member may complete its
+// gang, whose waiting pods then join it in the active queue.
+void SchedulingQueue::PendingPodAdded(const Pod& pod) {
+  if (pod.scheduling_group.empty() || !scheduler_->options().gates.Enabled("GenericWorkload")) return;
+  HintEvent added;
+  added.type = state::EventType::kAdded;
+  added.kind = "Pod";
+  added.new_pod = &pod;
+  Requeue(added);
 }
 
 bool SchedulingQueue::Pending(const std::string& key) const {
@@ -74,6 +86,7 @@ absl::Status SchedulingQueue::Apply(const state::ClusterEvent& event) {
       Forget(key);
       active_.push_back(pod);
       active_keys_.insert(key);
+      if (event.type == state::EventType::kAdded) PendingPodAdded(pod);  // `pod` is the event's: Requeue may move active_
       return scheduler_->state().Apply(event);  // its nomination, if any
     }
     if (event.type == state::EventType::kDeleted && pod.node_name.empty() && pending_here && !scheduler_->Nomination(key)) {

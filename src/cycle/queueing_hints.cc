@@ -97,7 +97,13 @@ std::vector<QueueEvent> PodEvents(const Pod& pod, const HintEvent& e, const Feat
   };
   switch (e.type) {
     case EventType::kAdded:
-      if (assigned(after)) push(R::kAssignedPod, action::kAdd, nullptr, after);
+      if (assigned(after)) {
+        push(R::kAssignedPod, action::kAdd, nullptr, after);
+      } else if (after && !self && gates.Enabled("GenericWorkload")) {
+        // The scheduler moves pods on a pending pod's add only for workload-aware
+        // scheduling (its event handler, with the gate); GangScheduling registers it.
+        push(R::kUnscheduledPod, action::kAdd, nullptr, after);
+      }
       break;
     case EventType::kDeleted:
       if (assigned(before)) {
@@ -141,6 +147,7 @@ std::optional<R> ResourceOfKind(const std::string& kind) {
       {"ResourceClaim", R::kResourceClaim},
       {"ResourceSlice", R::kResourceSlice},
       {"DeviceClass", R::kDeviceClass},
+      {"PodGroup", R::kPodGroup},
   };
   auto it = kKinds.find(kind);
   if (it == kKinds.end()) return std::nullopt;
@@ -166,6 +173,7 @@ enum class Hint : uint8_t {
   kSpreadNode,
   kRestrictionsPodDelete,
   kLimitsPodDelete,
+  kGangPod,  // GangScheduling: a pod of the same PodGroup was added
 };
 
 struct Registration {
@@ -236,6 +244,12 @@ std::vector<Registration> Registrations(const std::string& plugin, const Feature
            {R::kTargetPod, kUpdatePodGeneratedResourceClaim, Hint::kQueue},
            {R::kDeviceClass, kAdd | kUpdate, Hint::kQueue},
            {R::kResourceSlice, kAdd | kUpdate, Hint::kQueue}};
+  } else if (plugin == "GangScheduling") {
+    // A member added may complete the gang; a PodGroup added (or its minCount lowered: the
+    // event does not carry the object here, so Queue) may let its pods in.
+    out = {{R::kAssignedPod, kAdd, Hint::kGangPod},
+           {R::kUnscheduledPod, kAdd, Hint::kGangPod},
+           {R::kPodGroup, kAdd | kUpdate, Hint::kQueue}};
   } else if (plugin == "SchedulingGates") {
     out = {{R::kTargetPod, kUpdatePodSchedulingGatesEliminated, Hint::kQueue}};
   } else if (plugin == "DefaultPreemption") {
@@ -375,6 +389,9 @@ class HintRunner {
       case Hint::kSpreadNode: return SpreadNode(pod, e);
       case Hint::kRestrictionsPodDelete: return RestrictionsPodDelete(pod, e);
       case Hint::kLimitsPodDelete: return LimitsPodDelete(e);
+      case Hint::kGangPod:
+        return e.new_pod && !pod.scheduling_group.empty() && e.new_pod->scheduling_group == pod.scheduling_group &&
+               e.new_pod->meta.namespace_ == pod.meta.namespace_;
     }
     return true;
   }
@@ -697,7 +714,8 @@ bool IsPodWorthRequeuing(const Pod& pod, const std::vector<std::string>& plugins
   if (plugins.empty()) {
     // Without rejectors (an error last time) the pod moves on any event the queue acts on;
     // its own update always reaches it.
-    const std::vector<std::string> enabled = EnqueuePlugins(profile);
+    std::vector<std::string> enabled = EnqueuePlugins(profile);
+    if (gates.Enabled("GenericWorkload")) enabled.push_back("GangScheduling");  // PreEnqueue, with the gate
     return std::any_of(events.begin(), events.end(), [&](const QueueEvent& e) {
       return e.resource == R::kTargetPod ||
              std::any_of(enabled.begin(), enabled.end(), [&](const std::string& p) { return hints.Registers(p, e); });

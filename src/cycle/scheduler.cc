@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <numeric>
+#include <string_view>
 #include <stdexcept>
 #include <utility>
 
@@ -220,6 +221,11 @@ Placement CycleScheduler::Schedule(const Pod& pod) {
     return out;
   }
   if (!PreEnqueue(pod, ev_index, &out)) return out;  // a rejected pod never enters a cycle
+  return ScheduleAdmitted(pod, *ev, ev_index, std::move(out));
+}
+
+Placement CycleScheduler::ScheduleAdmitted(const Pod& pod, Evaluator& ev_ref, size_t ev_index, Placement out) {
+  Evaluator* ev = &ev_ref;
   ++cycle_;  // upstream's scheduling cycle counter, shared by the profiles
   expired_cycle_ = std::exchange(expire_batch_, false) ? cycle_ : -1;
   const int32_t n = static_cast<int32_t>(state_.order().size());
@@ -630,6 +636,28 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     slot[ObjectKey(pod.meta)] = q;
     if (!pod.nominated_node_name.empty() && pod.node_name.empty()) Nominate(pod);
   }
+  // With GenericWorkload, each pod's PodGroup (an index into group_keys), -1 for a pod on
+  // its own.
+  std::vector<int32_t> group(order.size(), -1);
+  std::vector<std::string> group_keys;  // namespace/name
+  if (options().gates.Enabled("GenericWorkload")) {
+    using Key = std::pair<std::string_view, std::string_view>;  // namespace, PodGroup
+    std::map<Key, int32_t> ids;
+    Key last;
+    int32_t last_id = -1;
+    for (size_t q = 0; q < order.size(); ++q) {
+      const Pod& pod = pending[order[q]];
+      if (pod.scheduling_group.empty()) continue;
+      const Key key(pod.meta.namespace_, pod.scheduling_group);
+      if (last_id < 0 || key != last) {  // a group's members mostly come together
+        auto [it, fresh] = ids.emplace(key, static_cast<int32_t>(group_keys.size()));
+        if (fresh) group_keys.push_back(StrCat(pod.meta.namespace_, "/", pod.scheduling_group));
+        last = key;
+        last_id = it->second;
+      }
+      group[q] = last_id;
+    }
+  }
   std::vector<size_t> queue(order.size());
   std::iota(queue.begin(), queue.end(), 0);
   std::vector<int32_t> attempts(order.size(), 0);
@@ -637,8 +665,8 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     std::vector<size_t> failed;
     bool preempted = false;
     bool stop = false;
-    for (size_t q : queue) {
-      Placement p = Schedule(pending[order[q]]);
+    std::vector<bool> tried(group_keys.size());  // PodGroups whose cycle ran in this pass
+    auto record = [&](size_t q, Placement p) {
       stop = each && !each(p);
       if (p.node.empty() && !p.gated && !p.other_scheduler) failed.push_back(q);
       bool preempts = p.preemption && !p.preemption->victims.empty();
@@ -647,7 +675,28 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
       if (!preempts && out[q].preemption && !out[q].preemption->victims.empty()) p.preemption = out[q].preemption;
       p.attempts = ++attempts[q];
       out[q] = std::move(p);
-      if (stop) break;
+    };
+    for (size_t at = 0; at < queue.size() && !stop; ++at) {
+      const size_t q = queue[at];
+      const int32_t g = group[q];
+      if (g < 0) {
+        record(q, Schedule(pending[order[q]]));
+        continue;
+      }
+      // The group's first pod in queue order brings every member queued after it.
+      if (tried[g]) continue;
+      tried[g] = true;
+      std::vector<size_t> members;
+      std::vector<const Pod*> pods;
+      for (size_t later = at; later < queue.size(); ++later) {
+        if (group[queue[later]] != g) continue;
+        members.push_back(queue[later]);
+        pods.push_back(&pending[order[queue[later]]]);
+      }
+      int64_t pending_members = 0;  // the group's pods this run has not bound
+      for (size_t k = 0; k < order.size(); ++k) pending_members += group[k] == g && out[k].node.empty();
+      std::vector<Placement> placed = SchedulePodGroup(group_keys[g], pods, pending_members);
+      for (size_t m = 0; m < members.size(); ++m) record(members[m], std::move(placed[m]));
     }
     if (!preempted || stop) break;
     // The victims' deletion completes; every pod that failed in the round is tried again.

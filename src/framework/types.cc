@@ -32,6 +32,12 @@ const std::map<std::string, bool>& DefaultGates() {
       {"ImageVolume", true},
       {"SchedulerAsyncPreemption", true},
       {"OpportunisticBatching", true},
+      // Workload-aware scheduling: the PodGroup cycle and GangScheduling (beta, off at v1.37;
+      // docs/podgroup.md). Its topology-aware, composite and preemption-policy parts are alpha.
+      {"GenericWorkload", false},
+      {"TopologyAwareWorkloadScheduling", false},
+      {"CompositePodGroup", false},
+      {"PodGroupPreemptionPolicy", false},
   };
   return *gates;
 }

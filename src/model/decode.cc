@@ -174,7 +174,8 @@ std::string KindAndKey(std::string_view kind, JsonView j) {
   }
   bool namespaced = kind == "Pod" || kind == "Service" || kind == "ReplicaSet" || kind == "StatefulSet" ||
                     kind == "ReplicationController" || kind == "PersistentVolumeClaim" || kind == "CSIStorageCapacity" ||
-                    kind == "PodDisruptionBudget" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate";
+                    kind == "PodDisruptionBudget" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
+                    kind == "PodGroup" || kind == "Workload";
   if (ns.empty() && namespaced) ns = "default";  // as the API server would default it
   return StrCat(kind, " ", ns.empty() ? "" : StrCat(ns, "/"), name);
 }
@@ -639,6 +640,15 @@ absl::Status DecodePodSpec(const Reader& r, JsonView spec, const std::string& p,
     pod->scheduling_gates.push_back(std::move(name));
     return absl::OkStatus();
   }));
+  KPLACE_RETURN_IF_ERROR(r.Object(spec, "schedulingGroup", p, [&](JsonView g, const std::string& gp) -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(r.String(g, "podGroupName", gp, &pod->scheduling_group));
+    if (!r.strict()) return absl::OkStatus();
+    const std::string at = Reader::Join(gp, "podGroupName");
+    if (pod->scheduling_group.empty()) return r.Error(at, "Required value");
+    std::vector<std::string> errs = Dns1123SubdomainErrors(pod->scheduling_group);
+    if (!errs.empty()) return r.Error(at, StrCat("Invalid value: ", GoQuote(pod->scheduling_group), ": ", errs[0]));
+    return absl::OkStatus();
+  }));
   KPLACE_RETURN_IF_ERROR(r.Array(spec, "resourceClaims", p, [&](JsonView c, const std::string& cp) -> absl::Status {
     PodResourceClaim claim;
     KPLACE_RETURN_IF_ERROR(r.String(c, "name", cp, &claim.name));
@@ -787,6 +797,50 @@ absl::StatusOr<PriorityClass> DecodePriorityClass(JsonView j, std::string_view w
   KPLACE_RETURN_IF_ERROR(r.Bool(j, "globalDefault", "", &pc.global_default));
   KPLACE_RETURN_IF_ERROR(PreemptionPolicy(r, j, "", &pc.preemption_policy));
   return pc;
+}
+
+// scheduling.k8s.io's workload kinds: v1.37 serves them as v1beta1 only (v1alpha2, 1.36's,
+// is gone; v1alpha3 carries CompositePodGroup, not modelled).
+absl::Status SchedulingApiVersion(const Reader& r, JsonView j, std::string_view default_version) {
+  std::string version(default_version);
+  KPLACE_RETURN_IF_ERROR(r.String(j, "apiVersion", "", &version));
+  if (version.empty() || version == "scheduling.k8s.io/v1beta1") return absl::OkStatus();
+  return r.Error("apiVersion", StrCat("unsupported version ", GoQuote(version),
+                                      ": kube-scheduler v1.37 reads this kind as scheduling.k8s.io/v1beta1"));
+}
+
+absl::StatusOr<PodGroup> DecodePodGroup(JsonView j, std::string_view where, std::string_view default_version) {
+  Reader r(Prefix(where, "PodGroup", j));
+  KPLACE_RETURN_IF_ERROR(SchedulingApiVersion(r, j, default_version));
+  PodGroup g;
+  KPLACE_RETURN_IF_ERROR(DecodeMeta(r, j, &g.meta, /*namespaced=*/true));
+  if (!Reader::Has(j, "spec")) return r.Error("spec.schedulingPolicy", "Required value");
+  KPLACE_RETURN_IF_ERROR(r.Object(j, "spec", "", [&](JsonView spec, const std::string& p) -> absl::Status {
+    if (Reader::Has(spec, "priority")) {
+      int32_t priority = 0;
+      KPLACE_RETURN_IF_ERROR(r.Integer(spec, "priority", p, &priority));
+      g.priority = priority;
+    }
+    KPLACE_RETURN_IF_ERROR(r.String(spec, "priorityClassName", p, &g.priority_class_name));
+    const std::string pp = Reader::Join(p, "schedulingPolicy");
+    if (!Reader::Has(spec, "schedulingPolicy")) return r.Error(pp, "Required value");
+    return r.Object(spec, "schedulingPolicy", p, [&](JsonView policy, const std::string&) -> absl::Status {
+      const bool basic = Reader::Has(policy, "basic"), gang = Reader::Has(policy, "gang");
+      if (basic == gang) {
+        return r.Error(pp, basic ? "Invalid value: exactly one of `basic`, `gang` may be specified"
+                                 : "Required value: exactly one of `basic`, `gang` is required");
+      }
+      if (basic) return absl::OkStatus();
+      return r.Object(policy, "gang", pp, [&](JsonView gj, const std::string& gp) -> absl::Status {
+        int32_t min = 0;
+        KPLACE_RETURN_IF_ERROR(r.Integer(gj, "minCount", gp, &min));
+        if (min < 1) return r.Error(Reader::Join(gp, "minCount"), StrCat("Invalid value: ", min, ": must be greater than zero"));
+        g.min_count = min;
+        return absl::OkStatus();
+      });
+    });
+  }));
+  return g;
 }
 
 namespace {
@@ -1104,6 +1158,12 @@ absl::Status DecodeOne(JsonView doc, const std::string& kind, std::string_view d
   } else if (kind == "PriorityClass") {
     KPLACE_ASSIGN_OR_RETURN(PriorityClass pc, DecodePriorityClass(doc, file));
     out->priority_classes.push_back(std::move(pc));
+  } else if (kind == "PodGroup") {
+    KPLACE_ASSIGN_OR_RETURN(PodGroup g, DecodePodGroup(doc, file, default_version));
+    out->pod_groups.push_back(std::move(g));
+  } else if (kind == "Workload") {
+    // scheduling.k8s.io's Workload only templates PodGroups: no decision reads it.
+    KPLACE_RETURN_IF_ERROR(SchedulingApiVersion(Reader(Prefix(file, "Workload", doc)), doc, default_version));
   } else if (kind == "ResourceClaim") {
     KPLACE_ASSIGN_OR_RETURN(ResourceClaim c, DecodeResourceClaim(doc, file, default_version));
     out->resource_claims.push_back(std::move(c));
@@ -1352,6 +1412,10 @@ absl::StatusOr<GenericObject> DecodeGeneric(const json& j, std::string_view kind
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const json& j, std::string_view where) {
   KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
   return DecodePodDisruptionBudget(v, where);
+}
+absl::StatusOr<PodGroup> DecodePodGroup(const json& j, std::string_view where) {
+  KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));
+  return DecodePodGroup(v, where, "");
 }
 absl::StatusOr<PriorityClass> DecodePriorityClass(const json& j, std::string_view where) {
   KPLACE_ASSIGN_OR_RETURN(JsonView v, View(j));

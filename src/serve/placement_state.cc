@@ -176,7 +176,7 @@ class PlacementState::EventDecoder {
     }
     KPLACE_ASSIGN_OR_RETURN(std::optional<state::ClusterEvent> e, state::ParseWatchEvent(text, where, &object->value));
     if (e && e->kind == "Pod") ++counts_->decoded;
-    if (keyed && e && e->kind == "Pod" && e->object.pods.size() == 1) shapes_.Add(keyer_.key(), PodShape{e->object.pods[0], {}});
+    if (keyed && e && e->kind == "Pod" && e->object.pods.size() == 1) shapes_.Add(keyer_.key(), PodShape{e->object.pods[0]});
     return e;
   }
 
@@ -286,53 +286,30 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_vie
 }
 
 struct PlacementState::RequestPods {
-  ObjectSet decoded;
+  ObjectSet decoded;  // the pending pods, and the request's PodGroups
   absl::flat_hash_map<std::string, KeptJson> raw;  // pod key -> JSON (keep_json)
-  std::map<std::string, GangSpec> pod_groups;      // PodGroup ns/name -> gang
-  std::vector<std::string> group_of;               // per pod: its PodGroup's ns/name, or ""
+  std::vector<json> group_json;  // per decoded.pod_groups entry, for Snapshot after a commit
 };
 
-absl::Status PlacementState::AddRequestItem(const json& item, const std::string& where, RequestPods* out,
-                                            std::map<std::string, std::string>* named) const {
+absl::Status PlacementState::AddRequestItem(const json& item, const std::string& where, RequestPods* out) const {
   if (item.contains("kind") && item["kind"] == "PodGroup") {
-    // scheduling.k8s.io PodGroup: only its gang policy matters here.
-    const std::string ns = Field(item, "metadata", "namespace");
-    const std::string key = StrCat(ns.empty() ? "default" : ns, "/", Field(item, "metadata", "name"));
-    const json* policy = item.contains("spec") && item["spec"].is_object() && item["spec"].contains("schedulingPolicy")
-                             ? &item["spec"]["schedulingPolicy"]
-                             : nullptr;
-    if (!policy || !policy->is_object() || !policy->contains("gang")) return absl::OkStatus();  // a basic policy: no gang
-    const json& gang = (*policy)["gang"];
-    if (!gang.is_object() || !gang.contains("minCount") || !gang["minCount"].is_number_integer() ||
-        gang["minCount"].get<int64_t>() < 1 || gang["minCount"].get<int64_t>() > (1 << 30)) {
-      return absl::InvalidArgumentError(
-          StrCat(where, ": PodGroup ", key, ": spec.schedulingPolicy.gang.minCount: must be a positive integer"));
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &out->decoded));
+    const std::string key = ObjectKey(out->decoded.pod_groups.back().meta);
+    for (size_t k = 0; k + 1 < out->decoded.pod_groups.size(); ++k) {
+      if (ObjectKey(out->decoded.pod_groups[k].meta) == key) {
+        return absl::InvalidArgumentError(StrCat(where, ": PodGroup ", key, " is given twice"));
+      }
     }
-    GangSpec g{key, static_cast<int32_t>(gang["minCount"].get<int64_t>()), {}};
-    if (!out->pod_groups.emplace(key, std::move(g)).second) {
-      return absl::InvalidArgumentError(StrCat(where, ": PodGroup ", key, " is given twice"));
-    }
+    out->group_json.push_back(item);
     return absl::OkStatus();
   }
   if (!IsPod(item)) return absl::InvalidArgumentError(StrCat(where, ": kind: expected a Pod or a PodGroup"));
   KPLACE_RETURN_IF_ERROR(DecodeDocument(item, where, &out->decoded));
   const Pod& p = out->decoded.pods.back();
-  const std::string key = ObjectKey(p.meta);
   if (!p.node_name.empty()) {
+    const std::string key = ObjectKey(p.meta);
     return absl::InvalidArgumentError(StrCat(where, ": spec.nodeName: Pod ", key, " is already bound to ", p.node_name));
   }
-  std::string group;
-  if (item["spec"].contains("schedulingGroup") && item["spec"]["schedulingGroup"].is_object()) {
-    const json& g = item["spec"]["schedulingGroup"];
-    if (g.contains("podGroupName")) {
-      if (!g["podGroupName"].is_string() || g["podGroupName"].get<std::string>().empty()) {
-        return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, ": spec.schedulingGroup.podGroupName: must be a name"));
-      }
-      group = StrCat(p.meta.namespace_, "/", g["podGroupName"].get<std::string>());
-      (*named)[key] = where;
-    }
-  }
-  out->group_of.push_back(group);
   return absl::OkStatus();
 }
 
@@ -344,10 +321,9 @@ absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::s
   KPLACE_ASSIGN_OR_RETURN(auto items, Items(text, "pods", "Pod"));
   RequestPods out;
   out.decoded.pods.reserve(items.size());
-  std::map<std::string, std::string> named;  // member -> where its reference was read
   for (auto& [item, where] : items) {
     const size_t pods = out.decoded.pods.size();
-    KPLACE_RETURN_IF_ERROR(AddRequestItem(item, where, &out, &named));
+    KPLACE_RETURN_IF_ERROR(AddRequestItem(item, where, &out));
     if (out.decoded.pods.size() == pods) continue;  // a PodGroup
     ++decoded;
     // A dry run keeps nothing; a commit keeps each placed pod's JSON for Snapshot.
@@ -355,7 +331,7 @@ absl::StatusOr<PlacementState::RequestPods> PlacementState::DecodeRequest(std::s
     auto [at, fresh] = out.raw.emplace(key, keep_json ? KeptJson{std::move(item), {}} : KeptJson{});
     if (!fresh) return absl::InvalidArgumentError(StrCat(where, ": Pod ", key, " is given twice"));
   }
-  KPLACE_RETURN_IF_ERROR(FinishRequest(named, &out));
+  KPLACE_RETURN_IF_ERROR(FinishRequest(&out));
   counts_.decoded += decoded;
   return out;
 }
@@ -373,7 +349,6 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
     return !parser.parse(part.data(), part.size(), /*realloc_if_needed=*/true).get(e);
   };
   RequestPods out;
-  std::map<std::string, std::string> named;
   PodShapeKeyer keyer;
   PodShapes shapes;
   std::vector<std::string_view> fields;
@@ -386,16 +361,14 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
       if (item.cuts.node_name && !item.cuts.node_name->empty()) return false;  // already bound: refused
       if (!PodShapes::AppendInstance(shape->pod, item.cuts, &out.decoded.pods)) return false;  // the general decode names the error
       ++shared;
-      out.group_of.push_back(shape->group);
-      if (!shape->group.empty()) named[ObjectKey(out.decoded.pods.back().meta)] = where();
     } else {
       if (!valid(item.text)) return false;
       const json j = json::parse(item.text, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded()) return false;
       const size_t pods = out.decoded.pods.size();
-      if (!AddRequestItem(j, where(), &out, &named).ok()) return false;
+      if (!AddRequestItem(j, where(), &out).ok()) return false;
       if (out.decoded.pods.size() == pods) return true;  // a PodGroup
-      if (item.keyed) shapes.Add(keyer.key(), PodShape{out.decoded.pods.back(), out.group_of.back()});
+      if (item.keyed) shapes.Add(keyer.key(), PodShape{out.decoded.pods.back()});
     }
     KeptJson kept;
     if (keep_json) kept.text = std::string(item.text);
@@ -405,29 +378,19 @@ std::optional<PlacementState::RequestPods> PlacementState::DecodeRequestByShape(
   for (std::string_view field : fields) {
     if (!valid(field)) return std::nullopt;
   }
-  if (!FinishRequest(named, &out).ok()) return std::nullopt;
+  if (!FinishRequest(&out).ok()) return std::nullopt;
   counts_.shared += shared;
   counts_.decoded += static_cast<int64_t>(out.decoded.pods.size()) - shared;
   return out;
 }
 
-absl::Status PlacementState::FinishRequest(const std::map<std::string, std::string>& named, RequestPods* out) const {
+absl::Status PlacementState::FinishRequest(RequestPods* out) const {
   // A pod the cluster already holds on a node is not pending: the API server would say it exists.
   for (const Pod& p : out->decoded.pods) {
     const std::string key = ObjectKey(p.meta);
     if (const Pod* bound = scheduler_ ? scheduler_->state().FindBoundPod(key) : nullptr) {
       return absl::InvalidArgumentError(StrCat("pods: Pod ", key, " already exists, bound to node ", bound->node_name));
     }
-  }
-  for (size_t k = 0; k < out->decoded.pods.size(); ++k) {
-    if (out->group_of[k].empty()) continue;
-    auto g = out->pod_groups.find(out->group_of[k]);
-    const std::string key = ObjectKey(out->decoded.pods[k].meta);
-    if (g == out->pod_groups.end()) {
-      return absl::InvalidArgumentError(StrCat(named.at(key), ": Pod ", key, ": spec.schedulingGroup.podGroupName: PodGroup ",
-                                               out->group_of[k], " with a gang policy is not in the request"));
-    }
-    g->second.pods.push_back(key);
   }
   return ResolvePriorities(classes_, &out->decoded.pods, "pods");
 }
@@ -465,82 +428,64 @@ void PlacementState::Explain(const std::vector<Pod>& pods, ScheduleResult* out) 
 absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, const Precondition& expected,
                                                         const std::vector<GangSpec>& request_gangs, bool explain) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
+  if (!request_gangs.empty()) {
+    return absl::InvalidArgumentError(
+        "gangs: request gangs were replaced by PodGroups, decided as kube-scheduler decides them: send a "
+        "scheduling.k8s.io/v1beta1 PodGroup among the pods and name it in each member's "
+        "spec.schedulingGroup.podGroupName (the service needs --feature-gates GenericWorkload=true; docs/podgroup.md)");
+  }
   const ExplainScope scope(scheduler_.get(), explain);
   KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(text, !dry_run));
   std::vector<Pod>& pods = req.decoded.pods;
-  std::map<std::string, size_t> index;  // for gangs only
-  if (!request_gangs.empty() || !req.pod_groups.empty()) {
-    for (size_t k = 0; k < pods.size(); ++k) index[ObjectKey(pods[k].meta)] = k;
-  }
-  // Every gang, and each pod's gang (-1: none).
-  std::vector<GangSpec> gangs;
-  for (auto& [key, g] : req.pod_groups) {
-    if (!g.pods.empty()) gangs.push_back(std::move(g));
-  }
-  std::set<std::string> names;
-  for (const GangSpec& g : gangs) names.insert(g.name);
-  for (size_t k = 0; k < request_gangs.size(); ++k) {
-    const GangSpec& g = request_gangs[k];
-    if (g.name.empty()) return absl::InvalidArgumentError(StrCat("gangs[", k, "]: name: required"));
-    const std::string where = StrCat("gangs[", k, "] ", g.name);
-    if (!names.insert(g.name).second) {
-      return absl::InvalidArgumentError(StrCat(where, ": name: another gang or PodGroup of the request has this name"));
-    }
-    if (g.pods.empty()) return absl::InvalidArgumentError(StrCat(where, ": pods: a gang needs at least one member"));
-    if (g.min_count < 1) return absl::InvalidArgumentError(StrCat(where, ": minCount: must be at least 1"));
-    for (const std::string& member : g.pods) {
-      if (!index.count(member)) return absl::InvalidArgumentError(StrCat(where, ": pods: ", member, " is not among the request's pods"));
-    }
-    gangs.push_back(g);
-  }
-  std::vector<int32_t> gang_of(pods.size(), -1);
-  for (size_t g = 0; g < gangs.size(); ++g) {
-    for (const std::string& member : gangs[g].pods) {
-      int32_t& slot = gang_of[index.at(member)];
-      if (slot >= 0) return absl::InvalidArgumentError(StrCat("Pod ", member, " is a member of two gangs (", gangs[slot].name, ", ", gangs[g].name, ")"));
-      slot = static_cast<int32_t>(g);
-    }
-  }
-
   ScheduleResult out;
   if (dry_run) KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
-  const std::vector<size_t> order = cycle::QueueOrder(pods);
-  std::vector<cycle::Placement> placed(pods.size());
-  std::vector<size_t> run;  // consecutive pods of no gang, scheduled together
-  auto flush = [&] {
-    if (run.empty()) return;
-    std::vector<Pod> batch;
-    batch.reserve(run.size());
-    for (size_t k : run) {
-      if (explain) {
-        batch.push_back(pods[k]);  // Explain reads the pods afterwards
+  // The request's PodGroups join the cluster before its pods are queued, as objects the API
+  // server holds: a commit keeps them.
+  for (size_t k = 0; k < req.decoded.pod_groups.size(); ++k) {
+    state::ClusterEvent e;
+    const std::string key = ObjectKey(req.decoded.pod_groups[k].meta);
+    e.type = scheduler_->state().FindPodGroup(key) ? state::EventType::kModified : state::EventType::kAdded;
+    e.kind = "PodGroup";
+    e.where = "pods";
+    e.object.pod_groups.push_back(std::move(req.decoded.pod_groups[k]));
+    absl::Status s = scheduler_->state().Apply(std::move(e));
+    if (!s.ok()) {
+      if (dry_run) scheduler_->state().Revert().IgnoreError();
+      return s;
+    }
+    if (!dry_run) {
+      const std::string mirror = KeyOf(req.group_json[k]);
+      auto it = objects_.find(mirror);
+      if (it == objects_.end()) {
+        order_.push_back(mirror);
+        objects_.emplace(mirror, KeptJson{std::move(req.group_json[k]), {}});
       } else {
-        batch.push_back(std::move(pods[k]));  // a run's pods are not read again
+        it->second = KeptJson{std::move(req.group_json[k]), {}};
       }
     }
-    std::vector<cycle::Placement> r = scheduler_->ScheduleAll(batch);
-    for (size_t j = 0; j < run.size(); ++j) placed[run[j]] = std::move(r[j]);
-    run.clear();
-  };
-  std::vector<bool> done(gangs.size(), false);
-  for (size_t k : order) {
-    if (gang_of[k] < 0) {
-      run.push_back(k);
-      continue;
-    }
-    const int32_t g = gang_of[k];
-    if (done[g]) continue;
-    done[g] = true;
-    flush();
-    std::vector<size_t> members;
-    for (size_t m : order) {
-      if (gang_of[m] == g) members.push_back(m);
-    }
-    KPLACE_ASSIGN_OR_RETURN(GangResult r, PlaceGang(gangs[g], pods, members, &placed));
-    out.gangs.push_back(std::move(r));
   }
-  flush();
-  for (size_t k : order) out.placements.push_back(std::move(placed[k]));
+  out.placements = scheduler_->ScheduleAll(explain ? pods : std::move(pods));  // Explain reads the pods afterwards
+  // Each PodGroup decided in this call, in the order its first member came.
+  std::map<std::string, size_t> gang_of;
+  for (const cycle::Placement& p : out.placements) {
+    if (!p.pod_group) continue;
+    auto [it, fresh] = gang_of.emplace(p.pod_group->pod_group, out.gangs.size());
+    if (fresh) {
+      GangResult r;
+      r.name = p.pod_group->pod_group;
+      r.placed = p.pod_group->scheduled;
+      const PodGroup* g = scheduler_->state().FindPodGroup(r.name);
+      r.min_count = g ? g->min_count.value_or(1) : 1;
+      out.gangs.push_back(std::move(r));
+    }
+    GangResult& r = out.gangs[it->second];
+    if (!p.node.empty()) {
+      ++r.placed_count;
+    } else if (r.first_unplaced.empty()) {
+      r.first_unplaced = p.pod;
+      r.reason = p.message;
+    }
+  }
   if (explain) Explain(pods, &out);
   if (dry_run) {
     KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
@@ -558,52 +503,12 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
   }
-  // Binds and preemptions (nominations, victims terminating) change the state; a commit
-  // that did neither leaves it, and the revision other writers expect, as it was.
-  bool changed = false;
+  // Binds, preemptions (nominations, victims terminating) and PodGroups change the state; a
+  // commit that did none of them leaves it, and the revision other writers expect, as it was.
+  bool changed = !req.group_json.empty();
   for (const cycle::Placement& p : out.placements) changed = changed || !p.node.empty() || (p.preemption && !p.preemption->nominated_node.empty());
   out.revision = changed ? ++revision_ : revision_;
   return out;
-}
-
-absl::StatusOr<GangResult> PlacementState::PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
-                                                    const std::vector<size_t>& members,
-                                                    std::vector<cycle::Placement>* placed) {
-  GangResult r;
-  r.name = gang.name;
-  r.min_count = gang.min_count;
-  KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
-  std::vector<Pod> batch;
-  for (size_t m : members) batch.push_back(pods[m]);
-  std::vector<cycle::Placement> got = scheduler_->ScheduleAll(batch);
-  for (size_t j = 0; j < members.size(); ++j) {
-    if (!got[j].node.empty()) {
-      ++r.placed_count;
-    } else if (r.first_unplaced.empty()) {
-      r.first_unplaced = got[j].pod;
-      r.reason = got[j].message;
-    }
-  }
-  r.placed = r.placed_count >= gang.min_count;
-  if (r.placed) {
-    KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
-  } else {
-    KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
-    if (r.first_unplaced.empty()) r.reason = StrCat("the gang has ", members.size(), " members");
-    const std::string why = StrCat("gang ", gang.name, ": ", r.placed_count, " of ", members.size(),
-                                   " members placed, minCount ", gang.min_count,
-                                   r.first_unplaced.empty() ? "" : StrCat("; first unplaced: ", r.first_unplaced, ": ", r.reason));
-    for (cycle::Placement& p : got) {
-      p.node.clear();
-      p.score = 0;
-      p.preemption.reset();
-      if (p.code == Code::kSuccess) p.code = Code::kUnschedulable;
-      p.message = p.message.empty() ? why : StrCat(why, " (this pod: ", p.message, ")");
-    }
-    r.placed_count = 0;
-  }
-  for (size_t j = 0; j < members.size(); ++j) (*placed)[members[j]] = std::move(got[j]);
-  return r;
 }
 
 absl::StatusOr<ScheduleResult> PlacementState::Evaluate(std::string_view text, const Precondition& expected,

@@ -78,8 +78,7 @@ class PodShapeKeyer {
 
 /** What decoding a shape's first pod gave. */
 struct PodShape {
-  Pod pod;            // decoded, before priority admission (ResolvePriorities)
-  std::string group;  // Schedule: its PodGroup's namespace/name, or ""
+  Pod pod;  // decoded, before priority admission (ResolvePriorities)
 };
 
 /** Shapes by key, for one call. */

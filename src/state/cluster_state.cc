@@ -112,6 +112,7 @@ ObjectSet ClusterState::NonPods() const {
   out.configs = o.configs;
   out.pdbs = o.pdbs;
   out.priority_classes = o.priority_classes;
+  out.pod_groups = o.pod_groups;
   out.resource_claims = o.resource_claims;
   out.resource_claim_templates = o.resource_claim_templates;
   out.device_classes = o.device_classes;
@@ -135,6 +136,29 @@ std::vector<const Pod*> ClusterState::PodsOn(const std::vector<NodeIndex>& rows)
   out.reserve(on.size());
   for (const LivePod* p : on) out.push_back(p->pod);
   return out;
+}
+
+std::vector<const Pod*> ClusterState::PodGroupMembers(const std::string& key) const {
+  std::vector<const LivePod*> in;
+  for (const auto& [k, p] : pods_) {
+    const Pod& pod = *p.pod;
+    if (!pod.scheduling_group.empty() && key.size() == pod.meta.namespace_.size() + 1 + pod.scheduling_group.size() &&
+        key == StrCat(pod.meta.namespace_, "/", pod.scheduling_group)) {
+      in.push_back(&p);
+    }
+  }
+  std::sort(in.begin(), in.end(), [](const LivePod* a, const LivePod* b) { return a->seq < b->seq; });
+  std::vector<const Pod*> out;
+  out.reserve(in.size());
+  for (const LivePod* p : in) out.push_back(p->pod);
+  return out;
+}
+
+const PodGroup* ClusterState::FindPodGroup(const std::string& key) const {
+  for (const PodGroup& g : objects().pod_groups) {
+    if (ObjectKey(g.meta) == key) return &g;
+  }
+  return nullptr;
 }
 
 const Node* ClusterState::FindNode(const std::string& name) const {
@@ -407,8 +431,9 @@ absl::Status ClusterState::ApplyObjects(const ClusterEvent& event, std::optional
     if (it != node_index_.end()) return RemoveNode(it->second);  // else the object set's NotFound below
   }
   if (live_ && (!event.object.workloads.empty() || !event.object.pdbs.empty() ||
-                !event.object.priority_classes.empty() || HasResourceObjects(event.object))) {
-    // Read afresh in each cycle (default spread selectors, preemption's budgets,
+                !event.object.priority_classes.empty() || !event.object.pod_groups.empty() ||
+                HasResourceObjects(event.object))) {
+    // Read afresh in each cycle (default spread selectors, preemption's budgets, PodGroups,
     // DynamicResources' claims and classes), kept by no plugin: changed in place.
     return ChangeInPlace(event, at, /*namespaces=*/false);
   }

@@ -18,7 +18,7 @@ using json = nlohmann::json;
 
 size_t CountObjects(const ObjectSet& o) {
   return o.nodes.size() + o.pods.size() + o.namespaces.size() + o.workloads.size() + o.storage.size() +
-         o.configs.size() + o.pdbs.size() + o.priority_classes.size() + o.resource_claims.size() +
+         o.configs.size() + o.pdbs.size() + o.priority_classes.size() + o.pod_groups.size() + o.resource_claims.size() +
          o.resource_claim_templates.size() + o.device_classes.size() + o.resource_slices.size();
 }
 
@@ -30,6 +30,7 @@ std::string KindOf(const ObjectSet& o) {
   if (!o.storage.empty()) return o.storage[0].kind;
   if (!o.pdbs.empty()) return "PodDisruptionBudget";
   if (!o.priority_classes.empty()) return "PriorityClass";
+  if (!o.pod_groups.empty()) return "PodGroup";
   if (!o.resource_claims.empty()) return "ResourceClaim";
   if (!o.resource_claim_templates.empty()) return "ResourceClaimTemplate";
   if (!o.device_classes.empty()) return "DeviceClass";
@@ -45,6 +46,7 @@ const ObjectMeta& MetaOf(const ObjectSet& o) {
   if (!o.storage.empty()) return o.storage[0].meta;
   if (!o.pdbs.empty()) return o.pdbs[0].meta;
   if (!o.priority_classes.empty()) return o.priority_classes[0].meta;
+  if (!o.pod_groups.empty()) return o.pod_groups[0].meta;
   if (!o.resource_claims.empty()) return o.resource_claims[0].meta;
   if (!o.resource_claim_templates.empty()) return o.resource_claim_templates[0].meta;
   if (!o.device_classes.empty()) return o.device_classes[0].meta;
@@ -265,6 +267,9 @@ absl::Status ApplyToObjects(const ClusterEvent& event, ObjectSet* objects, Undo*
   if (!o.pdbs.empty()) return ApplyIn(event, &objects->pdbs, o.pdbs[0], false, undo, at, &ObjectSet::pdbs);
   if (!o.priority_classes.empty()) {
     return ApplyIn(event, &objects->priority_classes, o.priority_classes[0], false, undo, at, &ObjectSet::priority_classes);
+  }
+  if (!o.pod_groups.empty()) {
+    return ApplyIn(event, &objects->pod_groups, o.pod_groups[0], false, undo, at, &ObjectSet::pod_groups);
   }
   if (!o.resource_claims.empty()) {
     return ApplyIn(event, &objects->resource_claims, o.resource_claims[0], false, undo, at, &ObjectSet::resource_claims);

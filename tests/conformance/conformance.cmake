@@ -23,8 +23,9 @@ set(KPLACE_CONFORMANCE_DIR ${CMAKE_SOURCE_DIR}/../shared/conformance)
 set(KPLACE_CONFORMANCE_WAIVERS ${CMAKE_SOURCE_DIR}/tests/conformance/waivers.txt)
 
 # kplace's own cases, in the same format: OpportunisticBatching sequences transcribed from
-# upstream's batching tests and derived from its code (tests/conformance/batching/README.md).
-foreach(folder IN ITEMS batching)
+# upstream's batching tests and derived from its code (tests/conformance/batching/README.md), and the
+# PodGroup cycle's queued cases (tests/conformance/podgroup/README.md).
+foreach(folder IN ITEMS batching podgroup)
   add_test(NAME conformance.own.${folder}.omp
            COMMAND $<TARGET_FILE:kplace> conform ${CMAKE_SOURCE_DIR}/tests/conformance/${folder} --backend=omp)
   add_test(NAME conformance.own.${folder}.reference

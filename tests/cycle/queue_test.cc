@@ -56,6 +56,56 @@ TEST_F(SchedulingQueueTest, EventsRetryWaitingPodsAsUpstreamRegisters) {
   EXPECT_EQ(queue.waiting(), 0u);
 }
 
+// GangScheduling's hints (GenericWorkload): members that arrive one by one wait at PreEnqueue
+// until the gang has minCount pods, then go through one PodGroup cycle together; pods whose
+// PodGroup arrives after them are retried by its ADDED.
+TEST(SchedulingQueueGangTest, GangsWaitForTheirMembersAndTheirPodGroup) {
+  ObjectSet cluster;
+  cluster.nodes.push_back(MakeNode("n", {{"cpu", "4"}, {"pods", "10"}}, {{"kubernetes.io/hostname", "n"}}));
+  Options o;
+  o.gates.overrides["GenericWorkload"] = true;
+  auto s = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  SchedulingQueue queue(s->get());
+  auto group = [](const std::string& name, int min_count) {
+    auto e = state::ParseWatchEvent(
+        StrCat(R"({"type":"ADDED","object":{"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup","metadata":{"name":")",
+               name, R"(","namespace":"default"},"spec":{"schedulingPolicy":{"gang":{"minCount":)", min_count, "}}}}}"),
+        "test");
+    EXPECT_TRUE(e.ok()) << e.status();
+    return std::move(**e);
+  };
+  auto member = [](const std::string& name, const std::string& g) {
+    Pod p = MakePod(name, {{"cpu", "1"}});
+    p.scheduling_group = g;
+    return p;
+  };
+  ASSERT_TRUE(queue.Apply(group("train", 3)).ok());
+  for (const char* name : {"t0", "t1"}) {
+    ASSERT_TRUE(queue.Apply(PodEvent(EventType::kAdded, member(name, "train"))).ok());
+    queue.Flush();
+  }
+  EXPECT_EQ(queue.waiting(), 2u);  // held at PreEnqueue: 2 pods of a gang of 3
+  for (const Placement& p : queue.Results()) EXPECT_EQ(p.gating_plugin, "GangScheduling") << p.message;
+  ASSERT_TRUE(queue.Apply(PodEvent(EventType::kAdded, member("t2", "train"))).ok());
+  queue.Flush();
+  EXPECT_EQ(queue.waiting(), 0u);
+  for (const Placement& p : queue.Results()) {
+    EXPECT_EQ(p.node, "n") << p.pod << ": " << p.message;
+    ASSERT_TRUE(p.pod_group);
+    EXPECT_TRUE(p.pod_group->scheduled);
+  }
+  // Members before their PodGroup: held, then retried when it arrives.
+  ASSERT_TRUE(queue.Apply(PodEvent(EventType::kAdded, member("late", "later"))).ok());
+  queue.Flush();
+  EXPECT_EQ(queue.waiting(), 1u);
+  EXPECT_EQ(queue.Results().back().message, "waiting for pods's pod group \"later\" to appear in scheduling queue");
+  ASSERT_TRUE(queue.Apply(group("later", 1)).ok());
+  queue.Flush();
+  EXPECT_EQ(queue.waiting(), 0u);
+  EXPECT_EQ(queue.Results().back().node, "n");
+}
+
 // Only events the rejecting plugin's hint can call helpful retry a pod: for a pod too big
 // for every node (NodeResourcesFit), not a label change, not a node too small for it
 // either, but a bound pod's delete; the attempts show which ones were tried.

@@ -52,7 +52,7 @@ def listing(items):
 class ServeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.proc, port, cls.metrics_port = start([], metrics=True)
+        cls.proc, port, cls.metrics_port = start(["--feature-gates", "GenericWorkload=true"], metrics=True)
         cls.kp = PlacementClient(f"127.0.0.1:{port}")
         # The generated stub, for what the client does not send (a mode out of range, raw frames).
         cls.channel, cls.stub = cls.kp.channel, cls.kp.stub
@@ -138,27 +138,38 @@ class ServeTest(unittest.TestCase):
         self.assertEqual((streamed.revision, streamed.applied), (rev + 2, 5))
 
     def test_gangs(self):
-        # a: 4 CPUs, b: 2. A PodGroup of three 2-CPU workers fits (two on a, one on b);
-        # a request gang of two 3-CPU pods cannot (only a has 3 left... after the first, nothing).
+        # a: 4 CPUs, b: 2. A PodGroup of three 2-CPU workers fits (two on a, one on b); a
+        # second gang of two 3-CPU pods then cannot: nothing of it is bound.
         rev = self.reset_small()
-        group = {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
-                 "metadata": {"name": "train", "namespace": "default"},
-                 "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}}}
-        workers = [dict(pod(f"w{k}", "2"), spec=dict(pod(f"w{k}", "2")["spec"], schedulingGroup={"podGroupName": "train"}))
-                   for k in range(3)]
-        r = self.kp.schedule([group] + workers)
+
+        def group(name, min_count):
+            return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}
+
+        def member(name, cpu, g):
+            p = pod(name, cpu)
+            return dict(p, spec=dict(p["spec"], schedulingGroup={"podGroupName": g}))
+
+        r = self.kp.schedule([group("train", 3)] + [member(f"w{k}", "2", "train") for k in range(3)])
         self.assertEqual([(g.name, g.placed, g.placed_count) for g in r.gangs], [("default/train", True, 3)])
         self.assertTrue(all(p.node for p in r.placements))
         self.assertEqual(r.revision, rev + 1)
-        fail = self.kp.schedule([pod("x0", "1"), pod("x1", "1")],
-                                gangs=[{"name": "pair", "min_count": 2, "pods": ["default/x0", "default/x1"]}])
+        fail = self.kp.schedule([group("pair", 2), member("x0", "3", "pair"), member("x1", "3", "pair")])
         self.assertFalse(fail.gangs[0].placed)
         self.assertEqual(fail.gangs[0].first_unplaced, "default/x0")
-        self.assertIn("Insufficient cpu", fail.gangs[0].reason)
+        self.assertEqual(fail.gangs[0].reason, "0/2 nodes are available: 2 Insufficient cpu.")
         self.assertEqual([p.node for p in fail.placements], ["", ""])
-        self.assertIn("gang pair: 0 of 2 members placed, minCount 2", fail.placements[1].message)
+        self.assertEqual(fail.placements[1].message, "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining")
         names = sorted(o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "Pod")
         self.assertEqual(names, ["w0", "w1", "w2"])
+        groups = sorted(o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "PodGroup")
+        self.assertEqual(groups, ["pair", "train"])
+        # The service's own request gangs are gone: refused, naming what replaces them.
+        with self.assertRaises(grpc.RpcError) as e:
+            self.stub.Schedule(pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="g", min_count=1, pods=["default/g"])]))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("spec.schedulingGroup.podGroupName", e.exception.details())
 
     def test_explanations_on_request(self):
         self.reset_small()
@@ -226,7 +237,6 @@ class ServeTest(unittest.TestCase):
             (self.stub.Apply, pb.ApplyRequest(events=['{"type":"ADDED","object":{"kind":"Gadget","metadata":{"name":"g"}}}'])),
             (self.stub.Reset, pb.ResetRequest(objects=listing([node("a")]), config="kind: Nonsense")),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="g", min_count=1, pods=["default/nope"])])),
-            (self.stub.Schedule, pb.ScheduleRequest(pods=listing([dict(pod("m"), spec=dict(pod("m")["spec"], schedulingGroup={"podGroupName": "missing"}))]))),
             (self.stub.Evaluate, pb.EvaluateRequest(pods="[1, 2")),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("u")]), mode=7)),
             (self.stub.Schedule, pb.ScheduleRequest(pods=listing([pod("g")]), gangs=[pb.Gang(name="", min_count=1, pods=["default/g"])])),

@@ -1,8 +1,12 @@
 #include "kplace/serve/placement_state.h"
 
+#include <random>
+
 #include <gtest/gtest.h>
 
 #include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/model/decode.h"
 
 namespace kplace::serve {
 namespace {
@@ -87,16 +91,23 @@ std::string GroupMember(const std::string& name, const std::string& cpu, const s
 }
 
 std::string PodGroupJson(const std::string& name, int min_count) {
-  return StrCat(R"({"apiVersion":"scheduling.k8s.io/v1alpha2","kind":"PodGroup","metadata":{"name":")", name,
+  return StrCat(R"({"apiVersion":"scheduling.k8s.io/v1beta1","kind":"PodGroup","metadata":{"name":")", name,
                 R"(","namespace":"default"},"spec":{"schedulingPolicy":{"gang":{"minCount":)", min_count, "}}}}");
 }
 
-// Two nodes of 4 CPUs: a gang of three 3-CPU pods places at most two members.
+cycle::Options WithGenericWorkload() {
+  cycle::Options o;
+  o.gates.overrides["GenericWorkload"] = true;
+  return o;
+}
+
+// Two nodes of 4 CPUs: a gang of three 3-CPU pods places at most two members. PodGroups are
+// decided by the PodGroup cycle (GenericWorkload), as `kplace schedule` decides them.
 TEST(PlacementStateTest, GangsAreAllOrNothing) {
-  PlacementState s;
+  PlacementState s(WithGenericWorkload());
   ASSERT_TRUE(s.Reset(List({NodeJson("a", "4"), NodeJson("b", "4")}), "").ok());
   const uint64_t rev = s.revision();
-  // The PodGroup form: minCount 3 cannot be met; nothing is kept, the reply names the member.
+  // minCount 3 cannot be met: nothing is bound, the reply names the member that found no node.
   auto fail = s.Schedule(List({PodGroupJson("train", 3), GroupMember("w0", "3", "train"), GroupMember("w1", "3", "train"),
                                GroupMember("w2", "3", "train"), PodJson("solo", "1")}),
                          false, std::nullopt);
@@ -104,20 +115,23 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   ASSERT_EQ(fail->gangs.size(), 1u);
   EXPECT_EQ(fail->gangs[0].name, "default/train");
   EXPECT_FALSE(fail->gangs[0].placed);
-  EXPECT_EQ(fail->gangs[0].first_unplaced, "default/w2");
-  EXPECT_NE(fail->gangs[0].reason.find("Insufficient cpu"), std::string::npos) << fail->gangs[0].reason;
+  EXPECT_EQ(fail->gangs[0].min_count, 3);
+  EXPECT_EQ(fail->gangs[0].first_unplaced, "default/w0");
+  EXPECT_EQ(fail->gangs[0].reason, "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
   for (const cycle::Placement& p : fail->placements) {
     if (p.pod == "default/solo") {
       EXPECT_FALSE(p.node.empty());  // not in the gang: placed after it failed
     } else {
       EXPECT_TRUE(p.node.empty()) << p.pod;
-      EXPECT_NE(p.message.find("gang default/train: 2 of 3 members placed, minCount 3"), std::string::npos) << p.message;
     }
   }
+  EXPECT_EQ(fail->placements[2].message, "0/2 nodes are available: 2 Insufficient cpu.");
   EXPECT_EQ(s.revision(), rev + 1);
-  // The request-field form: minCount 2 is met, the two placed members are kept.
-  auto ok = s.Schedule(List({PodJson("x0", "3"), PodJson("x1", "3"), PodJson("x2", "3")}), false, std::nullopt,
-                       {GangSpec{"pair", 2, {"default/x0", "default/x1", "default/x2"}}});
+  EXPECT_EQ(Names(s.Snapshot(), "PodGroup"), (std::vector<std::string>{"train"}));  // it joined the cluster
+  // minCount 2 is met: the two members that fit are kept, the third reports its own reason.
+  auto ok = s.Schedule(List({PodGroupJson("pair", 2), GroupMember("x0", "3", "pair"), GroupMember("x1", "3", "pair"),
+                             GroupMember("x2", "3", "pair")}),
+                       false, std::nullopt);
   ASSERT_TRUE(ok.ok()) << ok.status();
   ASSERT_EQ(ok->gangs.size(), 1u);
   EXPECT_TRUE(ok->gangs[0].placed);
@@ -127,6 +141,63 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   EXPECT_FALSE(ok->placements[1].node.empty());
   EXPECT_TRUE(ok->placements[2].node.empty());
   EXPECT_EQ(Names(s.Snapshot(), "Pod").size(), 3u);  // solo, x0, x1
+  // A member whose PodGroup exists nowhere waits at PreEnqueue, as upstream's does.
+  auto held = s.Schedule(List({GroupMember("y0", "1", "missing")}), true, std::nullopt);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_TRUE(held->placements[0].gated);
+  EXPECT_EQ(held->placements[0].message, "waiting for pods's pod group \"missing\" to appear in scheduling queue");
+}
+
+// The service decides PodGroups as `kplace schedule` does (Scheduler::ScheduleAll on the same
+// objects): random clusters and requests of gangs, basic groups and plain pods.
+TEST(PlacementStateTest, PodGroupsDecideAsScheduleAllDoes) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  for (int round = 0; round < 12; ++round) {
+    std::vector<std::string> nodes, request;
+    for (int i = 0; i < 3 + pick(6); ++i) nodes.push_back(NodeJson(StrCat("n", i), std::to_string(2 + pick(4))));
+    for (int g = 0; g < 1 + pick(3); ++g) {
+      const int members = 1 + pick(5);
+      std::string group = PodGroupJson(StrCat("g", g), 1 + pick(members + 1));
+      if (pick(3) == 0) group.replace(group.find(R"({"gang":{"minCount":)"), std::string::npos, R"({"basic":{}}}})");
+      request.push_back(group);
+      for (int m = 0; m < members; ++m) request.push_back(GroupMember(StrCat("g", g, "-", m), std::to_string(1 + pick(3)), StrCat("g", g)));
+    }
+    for (int k = 0; k < pick(4); ++k) request.push_back(PodJson(StrCat("plain", k), std::to_string(1 + pick(3))));
+    std::shuffle(request.begin(), request.end(), rng);
+    PlacementState service(WithGenericWorkload());
+    ASSERT_TRUE(service.Reset(List(nodes), "").ok());
+    auto got = service.Schedule(List(request), false, std::nullopt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    // The same objects through the scheduler alone.
+    ObjectSet cluster, pending;
+    ASSERT_TRUE(DecodeDocument(nlohmann::json::parse(List(nodes)), "nodes", &cluster).ok());
+    ASSERT_TRUE(DecodeDocument(nlohmann::json::parse(List(request)), "request", &pending).ok());
+    cluster.pod_groups = pending.pod_groups;
+    auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), WithGenericWorkload());
+    ASSERT_TRUE(s.ok()) << s.status();
+    std::vector<cycle::Placement> want = (*s)->ScheduleAll(pending.pods);
+    ASSERT_EQ(got->placements.size(), want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      const cycle::Placement& a = got->placements[k];
+      const cycle::Placement& b = want[k];
+      EXPECT_EQ(StrCat(a.pod, " ", a.node, " ", a.message, " ", a.pod_group ? a.pod_group->message : "-"),
+                StrCat(b.pod, " ", b.node, " ", b.message, " ", b.pod_group ? b.pod_group->message : "-"))
+          << "round " << round;
+    }
+  }
+}
+
+// Without GenericWorkload (v1.37's default) spec.schedulingGroup changes nothing, as upstream.
+TEST(PlacementStateTest, PodGroupsNeedTheGate) {
+  PlacementState s;
+  ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());
+  auto r = s.Schedule(List({PodGroupJson("g", 3), GroupMember("m0", "3", "g"), GroupMember("m1", "3", "g")}), true,
+                      std::nullopt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->placements[0].node.empty());
+  EXPECT_TRUE(r->placements[1].node.empty());
+  EXPECT_TRUE(r->gangs.empty());
 }
 
 // Writes that change nothing keep the revision, so other writers' expectations still hold.
@@ -173,21 +244,15 @@ TEST(PlacementStateTest, ExpectedInstanceMustBeThisOne) {
   EXPECT_EQ(*ok, r->revision + 1);
 }
 
-TEST(PlacementStateTest, GangsNeedANameOfTheirOwnAndMembers) {
-  PlacementState s;
+// The service's own gang rule is gone: a request gang is refused, naming what replaces it.
+TEST(PlacementStateTest, RequestGangsAreRefused) {
+  PlacementState s(WithGenericWorkload());
   ASSERT_TRUE(s.Reset(List({NodeJson("a", "4")}), "").ok());
   const uint64_t rev = s.revision();
-  const std::string pods = List({PodJson("g", "1"), PodJson("h", "1")});
-  const std::vector<std::pair<std::vector<GangSpec>, std::string>> bad = {
-      {{GangSpec{"", 1, {"default/g"}}}, "gangs[0]: name: required"},
-      {{GangSpec{"g", 1, {}}}, "gangs[0] g: pods: a gang needs at least one member"},
-      {{GangSpec{"g", 1, {"default/g"}}, GangSpec{"g", 1, {"default/h"}}}, "gangs[1] g: name: another gang"},
-  };
-  for (const auto& [gangs, want] : bad) {
-    auto r = s.Schedule(pods, false, std::nullopt, gangs);
-    ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << want << ": " << r.status();
-    EXPECT_NE(std::string(r.status().message()).find(want), std::string::npos) << r.status();
-  }
+  auto r = s.Schedule(List({PodJson("g", "1"), PodJson("h", "1")}), false, std::nullopt,
+                      {GangSpec{"pair", 2, {"default/g", "default/h"}}});
+  ASSERT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_NE(std::string(r.status().message()).find("spec.schedulingGroup.podGroupName"), std::string::npos) << r.status();
   EXPECT_EQ(s.revision(), rev);
   EXPECT_TRUE(Names(s.Snapshot(), "Pod").empty());
 }

@@ -164,7 +164,7 @@ TEST(PodShapesTest, InstanceIsWhatTheTextDecodesTo) {
       EXPECT_EQ(got.containers[0].requests.at("cpu").MilliValue(), 100);
       EXPECT_EQ(got.containers[0].requests.at("memory").Value(), 500LL << 20);
     } else {
-      shapes.Add(keyer.key(), PodShape{want, ""});
+      shapes.Add(keyer.key(), PodShape{want});
     }
   }
   EXPECT_EQ(hits, 5);

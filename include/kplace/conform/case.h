@@ -98,8 +98,20 @@ struct PlacementExpectation {
   std::optional<std::string> message;  // the PodScheduled=False text, when asserted
 };
 
+/** A PodGroup's PodGroupInitiallyScheduled condition at the end of a queued case. */
+struct PodGroupExpectation {
+  std::string name;  // namespace/name
+  bool scheduled = false;  // True; false: False or never written
+  std::optional<std::string> message;
+};
+
 /** The inputs and expectations of a sequence case besides the cluster. */
 struct SequenceInput {
+  /** A case with `podGroups` (tests/conformance/podgroup/README.md): every pod is queued
+   *  before the run and the queue schedules them (PrioritySort; a PodGroup as one entity),
+   *  not one cycle per pod in list order. */
+  bool queued = false;
+  std::vector<PodGroupExpectation> pod_groups;  // empty: not asserted
   SchedulerConfig config;                       // `profile` and `additionalProfiles`, merged and defaulted
   std::vector<std::string> unsigned_profiles;   // profiles with a test plugin that does not sign
   std::vector<Pod> pods;                        // the sequence, in order

@@ -61,6 +61,7 @@ class SchedulingQueue {
 
  private:
   void Requeue(const HintEvent& event);
+  void PendingPodAdded(const Pod& pod);
   bool WorthRequeuing(const Pod& pod, const std::vector<std::string>& plugins, const HintEvent& event) const;
   /** The event as hints see it, with the object it changes as it was before (`*old`). */
   HintEvent Before(const state::ClusterEvent& event, Node* old_node, Pod* old_pod) const;

@@ -42,7 +42,7 @@ constexpr ActionType kUpdate = kAll & ~(kAdd | kDelete);
 enum class EventResource : uint8_t {
   kWildCard, kPod, kAssignedPod, kUnscheduledPod, kTargetPod, kNode, kPersistentVolume,
   kPersistentVolumeClaim, kStorageClass, kCSINode, kCSIDriver, kCSIStorageCapacity,
-  kVolumeAttachment, kResourceClaim, kResourceSlice, kDeviceClass,
+  kVolumeAttachment, kResourceClaim, kResourceSlice, kDeviceClass, kPodGroup,
 };
 
 /** A cluster change as queueing hints see it. Node: old_node null for an add, new_node
@@ -77,7 +77,7 @@ struct QueueEvent {
  * update is kTargetPod (the same split, plus scheduling gates eliminated). Another pending
  * pod matters only when it leaves a nominated node (deleted, or its nomination changed):
  * an assigned-pod delete of its old version, offered only to pods of no higher priority.
- * Storage and DRA kinds map to their resource with Add / Update / Delete; kinds no
+ * Storage, DRA and PodGroup kinds map to their resource with Add / Update / Delete; kinds no
  * scheduler informer watches (Namespace, Service, ...) give nothing.
  */
 std::vector<QueueEvent> DeriveQueueEvents(const Pod& pod, const HintEvent& event, const FeatureGates& gates);

@@ -125,6 +125,15 @@ struct PreemptionOutcome {
   std::map<std::string, std::string> rejected;  // nodes tried that are no candidate -> why
 };
 
+/** What a PodGroup cycle decided for its group: the PodGroupInitiallyScheduled condition it
+ *  writes (docs/podgroup.md). */
+struct PodGroupOutcome {
+  std::string pod_group;  // namespace/name
+  bool scheduled = false;  // the condition is True
+  std::string reason;      // Scheduled, Unschedulable or SchedulerError
+  std::string message;
+};
+
 struct Placement {
   std::string pod;   // namespace/name
   std::string node;  // "" when not placed
@@ -154,6 +163,9 @@ struct Placement {
    *  (upstream's UnschedulablePlugins and PendingPlugins), sorted: the plugins whose
    *  queueing hints decide which cluster events retry it. */
   std::vector<std::string> unschedulable_plugins;
+  /** Decided in its PodGroup's cycle (GenericWorkload): the group's outcome, shared by the
+   *  members tried together. Null for a pod scheduled on its own or held at PreEnqueue. */
+  std::shared_ptr<const PodGroupOutcome> pod_group;
 };
 
 /** Adds the seconds from its creation to its end to `times` at `point` (when `times`). */
@@ -186,7 +198,9 @@ class Scheduler {
   /** One scheduling cycle; a placed pod is bound before this returns. */
   virtual Placement Schedule(const Pod& pod) = 0;
   /** Schedules `pending` in PrioritySort order (priority, then creation time, then input
-   *  order); results come back in that order, one per pod, each its last attempt's.
+   *  order); results come back in that order, one per pod, each its last attempt's. With
+   *  GenericWorkload, the first pod of a PodGroup reached takes every pending member with it
+   *  into one SchedulePodGroup cycle (upstream's queue holds the group as one entity).
    *  Nominations in the pods' status.nominatedNodeName are honoured. Preemption: a pod's
    *  victims terminate while the rest of the queue is tried (they still hold their
    *  resources; the preemptor's nomination counts on its node for pods of no higher
@@ -196,6 +210,14 @@ class Scheduler {
    *  and pods not tried yet keep attempts == 0. */
   std::vector<Placement> ScheduleAll(const std::vector<Pod>& pending,
                                      const std::function<bool(const Placement&)>& each = {});
+  /** @brief One PodGroup scheduling cycle (GenericWorkload): `members` (pending pods of the
+   *  PodGroup with key `group`, in queue order) are filtered and scored one after another on
+   *  one view of the cluster, each seeing the ones placed before it, and GangScheduling's
+   *  minCount decides all or nothing: on success the members that fit are bound, otherwise
+   *  none is. `pending_members`: the group's pods pending anywhere (PreEnqueue counts them
+   *  with the bound ones against minCount). One result per member, in order. */
+  virtual std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
+                                                  int64_t pending_members) = 0;
   /** @brief PreFilter, then Filter on each of `nodes` (names, in the order given) as a
    *  scheduling cycle filters them, pending pods nominated there counted
    *  (RunFilterPluginsWithNominatedPods). With `first_fit`, stops after the first node that

@@ -81,6 +81,9 @@ absl::StatusOr<GenericObject> DecodeGeneric(const nlohmann::json& j, std::string
 
 /** @brief Decodes a policy/v1 PodDisruptionBudget. */
 absl::StatusOr<PodDisruptionBudget> DecodePodDisruptionBudget(const nlohmann::json& j, std::string_view where);
+/** @brief Decodes a scheduling.k8s.io/v1beta1 PodGroup (another version is InvalidArgument
+ *  naming apiVersion; none given reads as v1beta1). */
+absl::StatusOr<PodGroup> DecodePodGroup(const nlohmann::json& j, std::string_view where);
 /** @brief Decodes a scheduling.k8s.io/v1 PriorityClass. */
 absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& j, std::string_view where);
 /** @brief Decodes a resource.k8s.io ResourceClaim (v1, v1beta2 or v1beta1; another version is

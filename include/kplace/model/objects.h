@@ -172,6 +172,7 @@ struct Pod {
   std::string nominated_node_name;        // status.nominatedNodeName
   std::optional<int64_t> start_time_ns;  // status.startTime, nanoseconds since the epoch
   std::vector<PodCondition> conditions;   // status.conditions
+  std::string scheduling_group;  // spec.schedulingGroup.podGroupName: its PodGroup in its namespace, "" when none
 };
 
 struct Taint {
@@ -224,6 +225,15 @@ struct PriorityClass {
   int32_t value = 0;
   bool global_default = false;
   std::string preemption_policy;  // "" (PreemptLowerPriority) or Never
+};
+
+/** A scheduling.k8s.io/v1beta1 PodGroup: what the PodGroup cycle reads of it. */
+struct PodGroup {
+  ObjectMeta meta;
+  /** spec.schedulingPolicy.gang.minCount; absent: the basic policy (no count required). */
+  std::optional<int32_t> min_count;
+  std::optional<int32_t> priority;  // spec.priority; absent: admission's, from priorityClassName
+  std::string priority_class_name;
 };
 
 // ---- resource.k8s.io (v1; v1beta2 and v1beta1 read into the same shapes) ----
@@ -290,6 +300,7 @@ struct ObjectSet {
   std::vector<GenericObject> configs;  // KubeSchedulerConfiguration documents
   std::vector<PodDisruptionBudget> pdbs;
   std::vector<PriorityClass> priority_classes;
+  std::vector<PodGroup> pod_groups;
   std::vector<ResourceClaim> resource_claims;
   std::vector<ResourceClaimTemplate> resource_claim_templates;
   std::vector<DeviceClass> device_classes;

@@ -27,17 +27,18 @@ struct ResetResult {
   int32_t nodes = 0, bound_pods = 0, pending_pods = 0;
 };
 
-/** Pods placed all or nothing: at least `min_count` of `pods` (namespace/name) or none. */
+/** A request-level gang (`Gang` of kplace.v1), refused since PodGroups replace it. */
 struct GangSpec {
   std::string name;
   int32_t min_count = 0;
   std::vector<std::string> pods;
 };
 
+/** A PodGroup decided in the call: its PodGroupInitiallyScheduled outcome. */
 struct GangResult {
-  std::string name;  // namespace/name for a PodGroup, else the request's name
+  std::string name;  // namespace/name
   bool placed = false;
-  int32_t placed_count = 0;  // members placed (kept only when `placed`)
+  int32_t placed_count = 0;  // members bound in this call
   int32_t min_count = 0;
   std::string first_unplaced;  // the first member in queue order that found no node
   std::string reason;          // its message, or why the gang could not start
@@ -78,12 +79,12 @@ class PlacementState {
   absl::StatusOr<uint64_t> Apply(const std::vector<std::string_view>& events, const Precondition& expected);
   /** @brief Schedules `pods` (pending pods as Reset reads objects) in queue order. A dry
    *  run decides as a commit would and leaves the state and revision as they were.
-   *  Gangs (`gangs`, and PodGroups in `pods` whose schedulingPolicy is gang, named by their
-   *  members' spec.schedulingGroup.podGroupName) are placed at their first member's turn:
-   *  their members in queue order, each with the normal cycle; at least minCount placed
-   *  are kept together, else none is (the members report the gang's failure). A commit
-   *  that binds no pod and preempts none keeps the revision. Gangs need a name, one
-   *  each, and members. */
+   *  PodGroups in `pods` (scheduling.k8s.io/v1beta1) join the cluster first; with the
+   *  GenericWorkload gate their members (spec.schedulingGroup.podGroupName) are decided in
+   *  PodGroup cycles, as kube-scheduler decides them (docs/podgroup.md), each group's
+   *  outcome in the reply's `gangs`. A commit that binds no pod, preempts none and adds no
+   *  PodGroup keeps the revision. Request `gangs` are refused (INVALID_ARGUMENT): they
+   *  were the service's own rule, which PodGroups replace. */
   absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, const Precondition& expected,
                                           const std::vector<GangSpec>& gangs = {}, bool explain = false);
   /** @brief Each of `pods` decided alone against the current state (no binds between
@@ -148,7 +149,7 @@ class PlacementState {
   };
   class EventDecoder;
   // The pending pods of a request, decoded with their priorities, each pod's JSON when
-  // `keep_json`, and the request's PodGroups with the members that name them.
+  // `keep_json`, and the request's PodGroups.
   struct RequestPods;
   class ExplainScope;
   // Each placement as `kplace explain` writes it (cycle::PlacementJson), into out->explanations.
@@ -160,15 +161,10 @@ class PlacementState {
   // text is not such a List or anything in it is refused (DecodeRequest then decodes it
   // the general way, which names the error).
   std::optional<RequestPods> DecodeRequestByShape(std::string_view text, bool keep_json) const;
-  // One item of a request: a PodGroup (its gang into out->pod_groups) or a pending pod
-  // (decoded into out->decoded, its group into out->group_of, `named` the reference's place).
-  absl::Status AddRequestItem(const json& item, const std::string& where, RequestPods* out,
-                              std::map<std::string, std::string>* named) const;
-  // The request's gangs resolved (members added to their PodGroups) and priorities admitted.
-  absl::Status FinishRequest(const std::map<std::string, std::string>& named, RequestPods* out) const;
-  // Places `members` (indices into `pods`, queue order) of `gang` all or nothing, into `placed`.
-  absl::StatusOr<GangResult> PlaceGang(const GangSpec& gang, const std::vector<Pod>& pods,
-                                       const std::vector<size_t>& members, std::vector<cycle::Placement>* placed);
+  // One item of a request, decoded into out->decoded: a PodGroup or a pending pod.
+  absl::Status AddRequestItem(const json& item, const std::string& where, RequestPods* out) const;
+  // A request's pods checked against the cluster (none bound already) and their priorities admitted.
+  absl::Status FinishRequest(RequestPods* out) const;
   absl::Status ApplyOne(std::string_view text, size_t k, EventDecoder* decoder, std::vector<MirrorUndo>* undo);
   void Rollback(std::vector<MirrorUndo>* undo);
 

@@ -118,6 +118,11 @@ class ClusterState {
   /** The pod with a node (bound, or waiting for its node) with key namespace/name; null
    *  when none. Valid until the next change. */
   const Pod* FindBoundPod(const std::string& key) const;
+  /** The pods with a node whose spec.schedulingGroup names PodGroup `key` (namespace/name),
+   *  in the order they entered. */
+  std::vector<const Pod*> PodGroupMembers(const std::string& key) const;
+  /** The PodGroup with key namespace/name; null when none. Valid until the next change. */
+  const PodGroup* FindPodGroup(const std::string& key) const;
   /** The pods with a node among `rows` (bound, or waiting for their node), in the order
    *  they entered. Valid until the next change. */
   std::vector<const Pod*> PodsOn(const std::vector<NodeIndex>& rows) const;

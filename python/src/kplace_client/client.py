@@ -13,8 +13,6 @@ from . import placement_pb2_grpc as pb_grpc
 #: Kubernetes objects as the service takes them: JSON or YAML text as is, one object (a
 #: mapping), or several objects (sent as one v1 List).
 Objects = Union[str, Mapping[str, Any], Sequence[Mapping[str, Any]]]
-#: A gang: a pb.Gang, or a mapping with `name`, `min_count` and `pods` (namespace/name).
-GangSpec = Union["pb.Gang", Mapping[str, Any]]
 
 #: kplace serve's default --max-message-mb (256): the largest reply it sends.
 DEFAULT_MAX_MESSAGE_BYTES = 256 << 20
@@ -147,13 +145,14 @@ class PlacementClient:
         req = _expecting(pb.ApplyRequest(events=texts), expected_revision, expected_instance)
         return self._call("Apply", self.stub.Apply, req)
 
-    def schedule(self, pods: Objects, *, dry_run: bool = False, gangs: Sequence[GangSpec] = (), explain: bool = False,
+    def schedule(self, pods: Objects, *, dry_run: bool = False, explain: bool = False,
                  expected_revision: Optional[int] = None, expected_instance: Optional[str] = None) -> pb.ScheduleResponse:
         """Schedules pending pods in queue order: COMMIT binds the placed ones, `dry_run` decides
-        the same and changes nothing. `gangs` are placed all or nothing; `explain` fills each
-        placement's `explanation` (JSON, as `kplace explain` writes it)."""
-        req = pb.ScheduleRequest(pods=objects_text(pods), mode=pb.DRY_RUN if dry_run else pb.COMMIT,
-                                 gangs=[g if isinstance(g, pb.Gang) else pb.Gang(**g) for g in gangs], explain=explain)
+        the same and changes nothing. PodGroups (scheduling.k8s.io/v1beta1) may come with the
+        pods: with the server's GenericWorkload gate their members are decided as kube-scheduler
+        decides a PodGroup (gangs all or nothing; each group's outcome in `gangs`). `explain`
+        fills each placement's `explanation` (JSON, as `kplace explain` writes it)."""
+        req = pb.ScheduleRequest(pods=objects_text(pods), mode=pb.DRY_RUN if dry_run else pb.COMMIT, explain=explain)
         _expecting(req, expected_revision, expected_instance)
         return self._call("Schedule", self.stub.Schedule, req)
 

@@ -1,0 +1,244 @@
+// The PodGroup scheduling cycle (GenericWorkload, v1.37): GangScheduling's PreEnqueue, the
+// group's validation, its members filtered and scored one after another on one view of
+// the cluster, GangScheduling's PlacementFeasible after each, and all or nothing at the
+// end (docs/podgroup.md).
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cycle_scheduler.h"
+#include "kplace/common/status.h"
+#include "kplace/common/strings.h"
+#include "kplace/model/decode.h"
+#include "kplace/model/validation.h"
+
+namespace kplace::cycle {
+
+namespace {
+
+constexpr char kGangScheduling[] = "GangScheduling";
+constexpr char kUnschedulableGroup[] = "pod group is unschedulable";
+
+// A status as upstream's framework prints it: the wrapped error first, then the reasons.
+struct GroupStatus {
+  Code code = Code::kSuccess;
+  bool wrapped = false;  // carries "pod group is unschedulable" as its error
+  std::string reason;    // "" when none
+  std::string Message() const {
+    if (!wrapped) return reason;
+    return reason.empty() ? kUnschedulableGroup : StrCat(kUnschedulableGroup, ", ", reason);
+  }
+};
+
+// GangScheduling's PlacementFeasible: whether minCount can still be met (a basic group
+// needs one pod). The message is written only for a status that ends the loop or is kept.
+struct Feasibility {
+  int64_t min_count, scheduled, remaining;
+  Code Check() const {
+    if (remaining + scheduled < min_count) return Code::kUnschedulable;
+    return scheduled < min_count ? Code::kWait : Code::kSuccess;
+  }
+  GroupStatus Status() const {
+    const Code code = Check();
+    if (code == Code::kSuccess) return {};
+    return {code, false,
+            StrCat("minCount (", min_count, ") ", code == Code::kWait ? "is not yet" : "cannot be", " satisfied: ",
+                   scheduled, " scheduled, ", remaining, " remaining")};
+  }
+};
+
+const char* PreemptionPolicyName(const Pod& pod) {
+  return pod.preemption_policy.empty() ? "PreemptLowerPriority" : pod.preemption_policy.c_str();
+}
+
+// The group's priority as priority admission leaves it: spec.priority, else its
+// PriorityClass's value (or the global default class's), else 0.
+int32_t GroupPriority(const PodGroup& group, const ObjectSet& objects) {
+  if (group.priority) return *group.priority;
+  std::optional<int32_t> out;
+  for (const PriorityClass& c : objects.priority_classes) {
+    if (!group.priority_class_name.empty()) {
+      if (c.meta.name == group.priority_class_name) return c.value;
+    } else if (c.global_default && (!out || c.value < *out)) {
+      out = c.value;  // several defaults: admission takes the lowest
+    }
+  }
+  return out.value_or(0);
+}
+
+// validatePodGroup: one profile, the group's priority and one preemption policy for every
+// member, queued and bound. "" when the group is valid.
+std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queued, const std::vector<const Pod*>& bound) {
+  const std::string& scheduler = queued.front()->scheduler_name;
+  const char* policy = PreemptionPolicyName(*queued.front());
+  auto check = [&](const Pod& pod) -> std::string {
+    if (pod.scheduler_name != scheduler) {
+      return StrCat("all pods in a single pod group should have the same .spec.schedulerName set, got: ",
+                    GoQuote(pod.scheduler_name), " and ", GoQuote(scheduler));
+    }
+    const int32_t priority = pod.priority.value_or(0);
+    if (priority != group_priority) {
+      return StrCat("all pods in a single pod group should have the same priority as the pod group's priority, got ",
+                    priority, " and ", group_priority);
+    }
+    if (std::string(PreemptionPolicyName(pod)) != policy) {
+      return StrCat("all pods in a single pod group should have the same preemption policy, got ",
+                    PreemptionPolicyName(pod), " and ", policy);
+    }
+    return "";
+  };
+  for (const Pod* p : queued) {
+    if (std::string e = check(*p); !e.empty()) return e;
+  }
+  for (const Pod* p : bound) {
+    if (std::string e = check(*p); !e.empty()) return e;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
+                                                        int64_t pending_members) {
+  std::vector<Placement> out(members.size());
+  const PodGroup* pg = state_.FindPodGroup(group);
+  const std::vector<const Pod*> bound = state_.PodGroupMembers(group);
+  // PreEnqueue: the profile's plugins, then GangScheduling's (appended to the profile).
+  std::vector<size_t> queued;
+  std::vector<size_t> profile_of(members.size());
+  for (size_t m = 0; m < members.size(); ++m) {
+    const Pod& pod = *members[m];
+    Placement& p = out[m];
+    p.pod = ObjectKey(pod.meta);
+    size_t ev_index = evaluators_.size();
+    for (size_t e = 0; e < evaluators_.size(); ++e) {
+      if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) ev_index = e;
+    }
+    if (ev_index == evaluators_.size() || state_.FindBoundPod(p.pod)) {
+      p = Schedule(pod);  // another scheduler's, or already bound: as Schedule says
+      continue;
+    }
+    if (!PreEnqueue(pod, ev_index, &p)) continue;
+    profile_of[m] = ev_index;
+    std::string held;
+    if (!pg) {
+      held = StrCat("waiting for pods's pod group ", GoQuote(pod.scheduling_group), " to appear in scheduling queue");
+    } else if (pg->min_count && pending_members + static_cast<int64_t>(bound.size()) < *pg->min_count) {
+      held = "waiting for minCount pods from a gang to appear in scheduling queue";
+    }
+    if (!held.empty()) {
+      p.gated = true;
+      p.gating_plugin = kGangScheduling;
+      p.code = Code::kUnschedulableAndUnresolvable;
+      p.message = std::move(held);
+      continue;
+    }
+    queued.push_back(m);
+  }
+  if (queued.empty()) return out;
+
+  auto outcome = std::make_shared<PodGroupOutcome>();
+  outcome->pod_group = group;
+  auto finish = [&](const GroupStatus& s) {
+    outcome->scheduled = s.code == Code::kSuccess;
+    outcome->reason = s.code == Code::kSuccess ? "Scheduled" : s.code == Code::kError ? "SchedulerError" : "Unschedulable";
+    outcome->message = s.Message();
+    for (size_t m : queued) {
+      out[m].pod_group = outcome;
+      if (out[m].node.empty()) state_.ClearNomination(out[m].pod);  // clearNominatedNode
+    }
+  };
+
+  std::vector<const Pod*> pods;
+  for (size_t m : queued) pods.push_back(members[m]);
+  if (std::string e = Invalid(GroupPriority(*pg, objects()), pods, bound); !e.empty()) {
+    for (size_t m : queued) {
+      out[m].code = Code::kError;
+      out[m].message = e;
+    }
+    finish({Code::kError, false, e});
+    return out;
+  }
+
+  Feasibility progress{pg->min_count.value_or(1), static_cast<int64_t>(bound.size()), static_cast<int64_t>(queued.size())};
+  GroupStatus status = progress.Status();
+  size_t evaluated = 0;
+  bool any_scheduled = false;
+  const absl::Status begun = status.code == Code::kUnschedulable ? absl::OkStatus() : state_.Begin();
+  if (!begun.ok()) {
+    status = {Code::kError, false, std::string(begun.message())};
+  } else if (status.code == Code::kUnschedulable) {
+    status.wrapped = true;
+  } else {
+    // The members' binds are tentative until the group succeeds. What the cycles move on
+    // (the start index, the counters, random draws) stays moved, as upstream's does.
+    in_pod_group_ = true;
+    for (size_t m : queued) {
+      Placement admitted;
+      admitted.pod = out[m].pod;
+      out[m] = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(admitted));
+      ++evaluated;
+      const bool fits = !out[m].node.empty();
+      const bool failed = out[m].code == Code::kError;
+      if (failed) {
+        status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", out[m].message)};
+        break;
+      }
+      --progress.remaining;
+      if (fits) ++progress.scheduled;
+      status.code = progress.Check();
+      if (status.code == Code::kUnschedulable) break;
+      any_scheduled = any_scheduled || fits;
+    }
+    in_pod_group_ = false;
+    if (status.code != Code::kError) status = progress.Status();
+    if (status.code == Code::kWait) {
+      status.code = Code::kUnschedulable;
+      status.wrapped = true;
+    }
+    if (status.code == Code::kSuccess && !any_scheduled) status = {Code::kUnschedulable, true, ""};
+    absl::Status ended;
+    if (status.code == Code::kSuccess) {
+      ended = state_.Commit();
+    } else {
+      const int32_t next_start = next_start_;
+      const std::mt19937_64 rng = rng_;
+      const int64_t cycle = cycle_;
+      ended = state_.Revert();
+      next_start_ = next_start;
+      rng_ = rng;
+      cycle_ = cycle;
+    }
+    if (!ended.ok()) status = {Code::kError, false, std::string(ended.message())};
+  }
+  // Members the cycle did not reach take the group's status; members that fit in a group
+  // that failed are rejected with its message; members that did not fit keep their own.
+  for (size_t k = 0; k < queued.size(); ++k) {
+    Placement& p = out[queued[k]];
+    if (status.code == Code::kError) {
+      if (p.code != Code::kError) {
+        p.code = Code::kError;
+        p.message = status.Message();
+      }
+      p.node.clear();
+      continue;
+    }
+    if (k >= evaluated) {
+      p.code = status.code;
+      p.message = status.Message();
+      continue;
+    }
+    if (status.code != Code::kSuccess && !p.node.empty()) {
+      p.node.clear();
+      p.code = Code::kUnschedulable;
+      p.message = GroupStatus{Code::kUnschedulable, true, status.Message()}.Message();
+      p.score = 0;
+    }
+  }
+  finish(status);
+  return out;
+}
+
+}  // namespace kplace::cycle

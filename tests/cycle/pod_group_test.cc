@@ -1,0 +1,266 @@
+// The PodGroup cycle (GenericWorkload): all or nothing, GangScheduling's PreEnqueue and
+// PlacementFeasible, the members' and the group's messages, and engine vs reference on
+// random clusters where groups, plain pods and preemption mix.
+#include <memory>
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kplace/common/strings.h"
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/model/decode.h"
+#include "tests/testing/model_json.h"
+#include "tests/testing/pod_topology_spread_builders.h"
+
+namespace kplace::cycle {
+namespace {
+
+using json = nlohmann::json;
+
+Node MakeNode(const std::string& name, const std::string& cpu, const std::string& zone = "z0") {
+  json j = {{"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}, {"topology.kubernetes.io/zone", zone}}}}},
+            {"status", {{"allocatable", {{"cpu", cpu}, {"memory", "10Gi"}, {"pods", "110"}}}}}};
+  return *DecodeNode(j, "test");
+}
+
+Pod MakePod(const std::string& name, const std::string& cpu, const std::string& group = "", int32_t priority = 0,
+            const std::string& node = "") {
+  json j = {{"metadata", {{"name", name}, {"namespace", "default"}, {"uid", name}, {"labels", {{"app", name}}}}},
+            {"spec", {{"priority", priority},
+                      {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"cpu", cpu}}}}}}})}}}};
+  if (!group.empty()) j["spec"]["schedulingGroup"] = {{"podGroupName", group}};
+  if (!node.empty()) j["spec"]["nodeName"] = node;
+  return *DecodePod(j, "test");
+}
+
+PodGroup Gang(const std::string& name, std::optional<int32_t> min_count, int32_t priority = 0) {
+  json policy = min_count ? json{{"gang", {{"minCount", *min_count}}}} : json{{"basic", json::object()}};
+  json j = {{"apiVersion", "scheduling.k8s.io/v1beta1"},
+            {"kind", "PodGroup"},
+            {"metadata", {{"name", name}, {"namespace", "default"}}},
+            {"spec", {{"schedulingPolicy", policy}, {"priority", priority}}}};
+  return *DecodePodGroup(j, "test");
+}
+
+// One node of `cpu` CPUs and the gang "g" of minCount `min_count`.
+ObjectSet OneNodeWithGang(const std::string& cpu, int32_t min_count) {
+  ObjectSet c;
+  c.nodes = {MakeNode("n1", cpu)};
+  c.pod_groups = {Gang("g", min_count)};
+  return c;
+}
+
+std::unique_ptr<Scheduler> Make(const ObjectSet& c, bool reference = false, bool on = true, int32_t batch = 1) {
+  Options o;
+  o.reference = reference;
+  o.batch = batch;
+  o.gates.overrides["GenericWorkload"] = on;
+  auto s = Scheduler::Create(c, DefaultSchedulerConfig(), o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(*s);
+}
+
+std::string Describe(const Placement& p) {
+  std::string out = StrCat(p.pod, " -> ", p.node, " [", CodeName(p.code), "] ", p.message, p.gated ? " gated:" : "",
+                           p.gating_plugin);
+  if (p.pod_group) {
+    out += StrCat(" group ", p.pod_group->pod_group, " ", p.pod_group->reason, ": ", p.pod_group->message);
+  }
+  if (p.preemption) out += StrCat(" nominated=", p.preemption->nominated_node, " victims=", p.preemption->victims.size());
+  return out;
+}
+
+TEST(PodGroupTest, GangThatFitsIsBoundTogether) {
+  ObjectSet c;
+  c.nodes = {MakeNode("n1", "2"), MakeNode("n2", "2")};
+  c.pod_groups = {Gang("g", 3)};
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
+    ASSERT_EQ(out.size(), 3u);
+    for (const Placement& p : out) {
+      EXPECT_FALSE(p.node.empty()) << Describe(p);
+      ASSERT_TRUE(p.pod_group);
+      EXPECT_TRUE(p.pod_group->scheduled);
+      EXPECT_EQ(p.pod_group->reason, "Scheduled");
+      EXPECT_EQ(p.pod_group->message, "");
+    }
+    EXPECT_NE(s->state().FindBoundPod("default/c"), nullptr);
+  }
+}
+
+// Two of three fit: nothing is bound and the state is as before, byte for byte.
+TEST(PodGroupTest, GangShortOfMinCountBindsNothing) {
+  ObjectSet c = OneNodeWithGang("2", 3);
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    const json before = testing::ToJson(s->state().Objects());
+    std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
+    ASSERT_EQ(out.size(), 3u);
+    const std::string group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining";
+    EXPECT_EQ(out[0].message, "pod group is unschedulable, " + group) << Describe(out[0]);
+    EXPECT_EQ(out[1].message, "pod group is unschedulable, " + group) << Describe(out[1]);
+    EXPECT_EQ(out[2].message, "0/1 nodes are available: 1 Insufficient cpu.") << Describe(out[2]);
+    for (const Placement& p : out) {
+      EXPECT_TRUE(p.node.empty()) << Describe(p);
+      EXPECT_EQ(p.code, Code::kUnschedulable);
+      ASSERT_TRUE(p.pod_group);
+      EXPECT_FALSE(p.pod_group->scheduled);
+      EXPECT_EQ(p.pod_group->reason, "Unschedulable");
+      EXPECT_EQ(p.pod_group->message, group);
+    }
+    EXPECT_EQ(testing::ToJson(s->state().Objects()), before);
+  }
+}
+
+// The first member cannot fit and minCount then cannot be met: the rest are never tried and
+// take the group's own status.
+TEST(PodGroupTest, EarlyStopLeavesTheRestUntried) {
+  ObjectSet c = OneNodeWithGang("2", 3);
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("a", "3", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
+  EXPECT_EQ(out[0].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out[1].message, "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining");
+  EXPECT_EQ(out[2].message, "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining");
+  EXPECT_EQ(out[1].code, Code::kUnschedulable);
+}
+
+TEST(PodGroupTest, BoundMembersCountTowardMinCount) {
+  ObjectSet c = OneNodeWithGang("2", 3);
+  c.pods = {MakePod("a", "1", "g", 0, "n1")};
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("b", "1", "g"), MakePod("c", "2", "g")});
+  // b fits (2 scheduled, 1 remaining: Wait); c does not (2 scheduled, 0 remaining: minCount unmet).
+  EXPECT_EQ(out[0].message, "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
+  EXPECT_TRUE(out[0].node.empty());
+  // With room for c, the bound member completes the quorum.
+  c.nodes = {MakeNode("n1", "4")};
+  auto t = Make(c);
+  out = t->ScheduleAll({MakePod("b", "1", "g"), MakePod("c", "2", "g")});
+  EXPECT_EQ(out[0].node, "n1");
+  EXPECT_EQ(out[1].node, "n1");
+}
+
+TEST(PodGroupTest, BasicGroupBindsWhatFits) {
+  ObjectSet c;
+  c.nodes = {MakeNode("n1", "2")};
+  c.pod_groups = {Gang("g", std::nullopt)};
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
+  EXPECT_EQ(out[0].node, "n1");
+  EXPECT_EQ(out[1].node, "n1");
+  EXPECT_EQ(out[2].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_TRUE(out[2].pod_group->scheduled);
+  // None fits: the group fails with minCount 1's status.
+  auto t = Make(c);
+  out = t->ScheduleAll({MakePod("x", "3", "g")});
+  EXPECT_EQ(out[0].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out[0].pod_group->message, "minCount (1) cannot be satisfied: 0 scheduled, 0 remaining");
+}
+
+TEST(PodGroupTest, PreEnqueueHoldsMissingGroupsAndShortGangs) {
+  ObjectSet c = OneNodeWithGang("4", 3);
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("m", "1", "nope")});
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_TRUE(out[k].gated) << Describe(out[k]);
+    EXPECT_EQ(out[k].gating_plugin, "GangScheduling");
+    EXPECT_EQ(out[k].message, "waiting for minCount pods from a gang to appear in scheduling queue");
+    EXPECT_FALSE(out[k].pod_group);
+  }
+  EXPECT_TRUE(out[2].gated);
+  EXPECT_EQ(out[2].message, "waiting for pods's pod group \"nope\" to appear in scheduling queue");
+}
+
+TEST(PodGroupTest, MembersMustShareTheGroupsPriority) {
+  ObjectSet c;
+  c.nodes = {MakeNode("n1", "4")};
+  c.pod_groups = {Gang("g", 2, 5)};
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g", 5), MakePod("b", "1", "g", 7)});
+  // b (priority 7) comes first in the queue and is checked first.
+  for (const Placement& p : out) {
+    EXPECT_EQ(p.code, Code::kError) << Describe(p);
+    EXPECT_EQ(p.message, "all pods in a single pod group should have the same priority as the pod group's priority, got 7 and 5");
+    ASSERT_TRUE(p.pod_group);
+    EXPECT_EQ(p.pod_group->reason, "SchedulerError");
+  }
+}
+
+TEST(PodGroupTest, GateOffSchedulesMembersAlone) {
+  ObjectSet c = OneNodeWithGang("2", 3);
+  auto s = Make(c, false, /*on=*/false);
+  std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
+  EXPECT_EQ(out[0].node, "n1");
+  EXPECT_EQ(out[1].node, "n1");
+  EXPECT_TRUE(out[2].node.empty());
+  EXPECT_FALSE(out[2].pod_group);
+}
+
+// Engine (per pod and batched) and reference agree on random clusters where gangs, basic
+// groups, plain pods and preempting pods share the queue; every failed group leaves no pod of
+// it bound.
+TEST(PodGroupTest, EngineMatchesReferenceRandomized) {
+  int64_t groups_scheduled = 0, groups_failed = 0, preemptions = 0;
+  for (int32_t size : {8, 30, 120}) {
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      std::mt19937_64 rng(seed * 1000003 + size);
+      auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+      ObjectSet c;
+      for (int32_t i = 0; i < size; ++i) c.nodes.push_back(MakeNode(StrCat("n", i), std::to_string(2 + pick(4)), StrCat("z", i % 3)));
+      for (int32_t i = 0; i < size; ++i) {
+        if (pick(2)) c.pods.push_back(MakePod(StrCat("bound", i), std::to_string(1 + pick(2)), "", pick(3), StrCat("n", i)));
+      }
+      std::vector<Pod> pending;
+      const int32_t ngroups = 2 + size / 10;
+      for (int32_t g = 0; g < ngroups; ++g) {
+        const int32_t members = 2 + pick(size / 2 + 2);
+        const int32_t priority = pick(3) * 10;
+        std::optional<int32_t> min_count;
+        if (pick(4) != 0) min_count = 1 + pick(members + 1);  // sometimes more than there are: held
+        c.pod_groups.push_back(Gang(StrCat("g", g), min_count, priority));
+        for (int32_t m = 0; m < members; ++m) {
+          Pod p = MakePod(StrCat("g", g, "-", m), std::to_string(1 + pick(3)), StrCat("g", g), priority);
+          p.meta.labels["app"] = StrCat("g", g);
+          if (pick(3) == 0) {  // spread members over zones: later members see earlier ones
+            p.topology_spread_constraints.push_back(
+                testing::HardSpread(1, "topology.kubernetes.io/zone", testing::MatchLabels({{"app", p.meta.labels["app"]}})));
+          }
+          pending.push_back(std::move(p));
+        }
+      }
+      for (int32_t k = 0; k < size; ++k) pending.push_back(MakePod(StrCat("plain", k), std::to_string(1 + pick(3)), "", pick(4) * 10));
+      std::shuffle(pending.begin(), pending.end(), rng);
+      std::vector<std::vector<Placement>> runs;
+      for (int side = 0; side < 3; ++side) {
+        auto s = Make(c, side == 0, true, side == 2 ? kDefaultBatch : 1);
+        runs.push_back(s->ScheduleAll(pending));
+        // No pod of a failed group is bound.
+        for (const Placement& p : runs.back()) {
+          if (p.pod_group && !p.pod_group->scheduled) EXPECT_EQ(s->state().FindBoundPod(p.pod), nullptr) << Describe(p);
+        }
+      }
+      const std::string what = StrCat(size, " nodes, seed ", seed);
+      for (int side = 1; side < 3; ++side) {
+        ASSERT_EQ(runs[side].size(), runs[0].size());
+        for (size_t k = 0; k < runs[0].size(); ++k) {
+          ASSERT_EQ(Describe(runs[side][k]), Describe(runs[0][k])) << what << (side == 1 ? " per pod" : " batched");
+        }
+      }
+      std::set<std::string> seen;
+      for (const Placement& p : runs[0]) {
+        if (p.preemption && !p.preemption->victims.empty()) ++preemptions;
+        if (p.pod_group && seen.insert(p.pod_group->pod_group).second) (p.pod_group->scheduled ? groups_scheduled : groups_failed)++;
+      }
+    }
+  }
+  EXPECT_GT(groups_scheduled, 10);
+  EXPECT_GT(groups_failed, 10);
+  EXPECT_GT(preemptions, 5);
+}
+
+}  // namespace
+}  // namespace kplace::cycle
