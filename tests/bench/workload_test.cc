@@ -341,6 +341,19 @@ TEST(WorkloadTest, GangSchedulingRunsIdenticallyOnEngineAndReference) {
   EXPECT_EQ(r->mismatches, 0) << r->first_mismatch;
   EXPECT_TRUE(r->verify_same) << r->verify_first_mismatch;
 
+  // A reference budget that ends mid-group compares the members it reported: a prefix, with a
+  // ratio over the same pods.
+  BenchOptions capped;
+  capped.reference_budget_seconds = 1e-9;
+  auto prefix = RunWorkload(*w, capped);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  EXPECT_TRUE(prefix->reference.capped);
+  EXPECT_EQ(prefix->compared, prefix->reference.pods);
+  EXPECT_EQ(prefix->compared, prefix->reference.scheduled);
+  EXPECT_LT(prefix->compared, 9);
+  EXPECT_GT(prefix->speedup, 0);
+  EXPECT_EQ(prefix->mismatches, 0) << prefix->first_mismatch;
+
   Workload short_gangs = *w;
   short_gangs.pod_groups[0].params["podsPerGroup"] = 4;  // minCount 4, 3 pods per gang
   auto held = RunWorkload(short_gangs, options);
