@@ -32,7 +32,7 @@ const json& BasePod() {
 // Ops upstream has that kplace does not run (DRA, profiling, ...).
 const std::set<std::string>& UnmodelledOpcodes() {
   static const std::set<std::string> s = {"updateAny", "allocResourceClaims", "createResourceClaims",
-                                          "createResourceDriver", "createPodGroups", "waitForPodGroups",
+                                          "createResourceDriver",
                                           "startCollectingProfile", "stopCollectingProfile"};
   return s;
 }
@@ -47,6 +47,34 @@ const std::map<std::string, bool>& CreateAnyKinds() {
       {"PodDisruptionBudget", true}, {"PersistentVolume", false},  {"StorageClass", false},
       {"CSINode", false},         {"CSIDriver", false},          {"PriorityClass", false}};
   return k;
+}
+
+// Go templates run on a template's text before YAML reads it; kplace reads the YAML first.
+// A value that is one action and nothing else, unquoted (`minCount: {{.podsPerGroup}}`),
+// would read as a YAML flow mapping: it is quoted here, and substitution gives a parameter
+// or function value its type back (kplace/bench/workload.h).
+std::string QuoteBareActions(const std::string& text) {
+  std::string out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t stop = text.find('\n', start);
+    if (stop == std::string::npos) stop = text.size();
+    const std::string_view line = std::string_view(text).substr(start, stop - start);
+    if (start > 0) out += '\n';
+    start = stop + 1;
+    const size_t end = line.find_last_not_of(" \t\r");
+    const size_t open = end == std::string_view::npos || end < 3 ? std::string_view::npos : line.rfind("{{", end);
+    const bool closes = open != std::string_view::npos && line.compare(end - 1, 2, "}}") == 0 &&
+                        line.find("}}", open) == end - 1 && line.substr(open, end + 1 - open).find('"') == std::string_view::npos;
+    const size_t before = closes && open > 0 ? line.find_last_not_of(" \t", open - 1) : std::string_view::npos;
+    const bool value = before != std::string_view::npos && before + 1 < open &&
+                       (line[before] == ':' || (line[before] == '-' && line.find_first_not_of(" \t") == before));
+    if (!value) {
+      out.append(line.data(), line.size());
+      continue;
+    }
+    out += StrCat(line.substr(0, open), "\"", line.substr(open, end + 1 - open), "\"", line.substr(end + 1));
+  }
+  return out;
 }
 
 std::string Dir(const std::string& path) {
@@ -87,6 +115,7 @@ class Translator {
   absl::StatusOr<json> Template(int64_t op, const std::string& field, const json& path, bool keep_namespace = false);
   absl::StatusOr<json> Templates(int64_t op, const std::string& field, const json& paths);
   absl::StatusOr<std::string> String(const json& o, int64_t op, const std::string& field) const;
+  absl::StatusOr<json> ParamsField(const json& o, int64_t op, const std::string& prefix);
   absl::Status Unmodelled(const json& o, int64_t op, const std::string& prefix,
                           std::initializer_list<const char*> fields) const;
   absl::StatusOr<std::pair<std::string, json>> LabelStrategy(const json& s, int64_t op, const std::string& field) const;
@@ -103,6 +132,7 @@ class Translator {
   const std::string& w_name_;
   const FileReader& read_;
   std::set<std::string> used_;  // params referenced
+  json template_values_ = json::object();  // params templateParams reference, for the variant
 };
 
 absl::Status Translator::Known(const json& j, int64_t op, const std::string& prefix,
@@ -179,7 +209,7 @@ absl::StatusOr<json> Translator::Template(int64_t op, const std::string& field, 
   if (p[0] != '/') p = Dir(file_) + p;
   auto text = read_(p);
   if (!text.ok()) return Bad(op, field, StrCat(p, " cannot be read"));
-  auto docs = ParseDocuments(*text, p);
+  auto docs = ParseDocuments(QuoteBareActions(*text), p);
   if (!docs.ok()) return Bad(op, field, std::string(docs.status().message()));
   if (docs->size() != 1 || !(*docs)[0].is_object()) return Bad(op, field, StrCat(p, ": expected one object"));
   json t = std::move((*docs)[0]);
@@ -187,6 +217,40 @@ absl::StatusOr<json> Translator::Template(int64_t op, const std::string& field, 
     t["metadata"].erase("namespace");
   }
   return t;
+}
+
+// An op's templateParams, as written: each value an integer, a string, or a "$param" whose
+// value (an integer or a string) goes to the variant's params.
+absl::StatusOr<json> Translator::ParamsField(const json& o, int64_t op, const std::string& prefix) {
+  json out = json::object();
+  if (!o.contains("templateParams")) return out;
+  const std::string field = prefix + "templateParams";
+  const json& p = o["templateParams"];
+  if (!p.is_object()) return Bad(op, field, "expected a map of name to value");
+  auto value_ok = [](const json& v) {
+    return v.is_string() || (v.is_number() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  };
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string f = StrCat(field, ".", it.key());
+    const json& v = it.value();
+    if (v.is_string() && v.get<std::string>().rfind('$', 0) == 0) {
+      const std::string key = v.get<std::string>().substr(1);
+      used_.insert(key);
+      const json params = w_.contains("params") ? w_["params"] : json::object();
+      if (!params.is_object() || !params.contains(key)) {
+        return Bad(op, f, StrCat("parameter ", key, " is undefined in workload ", w_name_, "'s params"));
+      }
+      if (!value_ok(params[key])) {
+        return Bad(op, f, StrCat("parameter ", key, " is ", params[key].dump(),
+                                 ", expected an integer or a string (the template values kplace models)"));
+      }
+      template_values_[key] = params[key].is_string() ? params[key] : json(static_cast<int64_t>(params[key].get<double>()));
+    } else if (!value_ok(v)) {
+      return Bad(op, f, StrCat("expected an integer, a string or a $parameter, got ", v.dump()));
+    }
+    out[it.key()] = v;
+  }
+  return out;
 }
 
 // kplaceObjectTemplatePaths: a list of template files, each kept whole.
@@ -277,8 +341,7 @@ absl::StatusOr<json> Translator::PodGroup(const json& o, int64_t op, const std::
                                 "kplaceSignatureBatchSize", "kplaceSignatureBatchSizeParam"}));
   KPLACE_RETURN_IF_ERROR(Unmodelled(o, op, prefix,
                                     {"steadyState", "steadyStateParam", "duration", "durationParam",
-                                     "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath",
-                                     "templateParams"}));
+                                     "persistentVolumeTemplatePath", "persistentVolumeClaimTemplatePath"}));
   if (absl::Status s = Unmodelled(o, op, prefix, {"signatureBatchSize", "signatureBatchSizeParam"}); !s.ok()) {
     return absl::InvalidArgumentError(
         StrCat(s.message(), "; kplace's model of it is kplaceSignatureBatchSize or kplaceSignatureBatchSizeParam"));
@@ -308,6 +371,8 @@ absl::StatusOr<json> Translator::PodGroup(const json& o, int64_t op, const std::
   for (const char* b : {"collectMetrics", "skipWaitToCompletion"}) {
     if (o.contains(b) && !o[b].is_boolean()) return Bad(op, prefix + b, "expected true or false");
   }
+  KPLACE_ASSIGN_OR_RETURN(json params, ParamsField(o, op, prefix));
+  if (!params.empty()) g["templateParams"] = std::move(params);
   if (o.contains("kplaceObjectTemplatePaths")) {
     KPLACE_ASSIGN_OR_RETURN(g["objects"], Templates(op, prefix + "kplaceObjectTemplatePaths",
                                                     o["kplaceObjectTemplatePaths"]));
@@ -423,7 +488,9 @@ absl::StatusOr<Translated> Translator::Run() {
   }
   const json& ops = tc_["workloadTemplate"];
   json nodes = json::array(), sets = json::array(), init = json::array(), namespaces = json::array();
-  json objects = json::array();
+  json objects = json::array(), pod_groups = json::array();
+  std::vector<int64_t> pod_group_counts;
+  std::map<std::string, int64_t> pod_groups_in;  // PodGroups made per namespace
   json measured, churn, delete_pods;
   std::vector<int64_t> node_counts, init_counts, set_counts;
   std::vector<std::string> init_namespaces;  // per init group ("" for a namespace set)
@@ -543,6 +610,39 @@ absl::StatusOr<Translated> Translator::Run() {
       KPLACE_ASSIGN_OR_RETURN(std::vector<json> made, CreateAny(o, op, &ns));
       for (json& m : made) objects.push_back(std::move(m));
       if (!ns.empty()) add_namespace(ns);
+    } else if (code == "createPodGroups") {
+      KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "count", "countParam", "namespace", "templatePath", "templateParams"}));
+      if (!init.empty() || !measured.is_null()) {
+        return Bad(op, "opcode", "kplace makes PodGroups with the cluster, before any pod: put the op before every createPods op");
+      }
+      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", "count", true));
+      if (!o.contains("namespace")) return Bad(op, "namespace", "missing (PodGroups are namespaced)");
+      KPLACE_ASSIGN_OR_RETURN(std::string ns, String(o, op, "namespace"));
+      if (!o.contains("templatePath")) return Bad(op, "templatePath", "missing");
+      KPLACE_ASSIGN_OR_RETURN(json t, Template(op, "templatePath", o["templatePath"]));
+      if (t.value("kind", "") != "PodGroup") {
+        return Bad(op, "templatePath", StrCat("expected a PodGroup (scheduling.k8s.io) object, got kind ",
+                                              t.value("kind", json()).dump()));
+      }
+      json g = {{"namespace", ns}, {"template", std::move(t)}};
+      KPLACE_ASSIGN_OR_RETURN(json params, ParamsField(o, op, ""));
+      if (!params.empty()) g["templateParams"] = std::move(params);
+      pod_groups.push_back(std::move(g));
+      pod_group_counts.push_back(n);
+      pod_groups_in[ns] += n;
+      add_namespace(ns);
+    } else if (code == "waitForPodGroups") {
+      // Upstream waits until the scheduler's informer sees `count` PodGroups in the
+      // namespace; kplace's PodGroups are in the cluster before any pod, so nothing waits.
+      KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "namespace", "count", "countParam"}));
+      KPLACE_ASSIGN_OR_RETURN(int64_t n, CountOf(o, op, "", "count", true));
+      if (!o.contains("namespace")) return Bad(op, "namespace", "missing");
+      KPLACE_ASSIGN_OR_RETURN(std::string ns, String(o, op, "namespace"));
+      if (n > pod_groups_in[ns]) {
+        return Bad(op, o.contains("countParam") ? "countParam" : "count",
+                   StrCat("waits for ", n, " PodGroups in ", ns, " but the ops before it make ", pod_groups_in[ns],
+                          " (scheduler_perf would time out)"));
+      }
     } else if (code == "churn") {
       KPLACE_RETURN_IF_ERROR(Known(o, op, "", {"opcode", "mode", "number", "intervalMilliseconds", "namespace",
                                                "templatePaths"}));
@@ -626,6 +726,7 @@ absl::StatusOr<Translated> Translator::Run() {
   if (!init.empty()) doc["init"] = init;
   if (!sets.empty()) doc["namespaceSets"] = sets;
   if (!objects.empty()) doc["objects"] = objects;
+  if (!pod_groups.empty()) doc["podGroups"] = pod_groups;
   // Plain namespaces the ops made, unless a namespace set makes them.
   json plain = json::array();
   for (const json& ns : namespaces) {
@@ -667,6 +768,8 @@ absl::StatusOr<Translated> Translator::Run() {
   out.variant = {{"name", w_name_}, {"nodes", node_counts}, {"measured", measured_count}};
   if (!init.empty()) out.variant["init"] = init_counts;
   if (!sets.empty()) out.variant["namespaces"] = set_counts;
+  if (!pod_groups.empty()) out.variant["podGroups"] = pod_group_counts;
+  if (!template_values_.empty()) out.variant["params"] = template_values_;
   if (signature_batch >= 0) out.variant["signatureBatchSize"] = signature_batch;
   KPLACE_RETURN_IF_ERROR(WorkloadFields(&out.variant, &out.labels));
   return out;

@@ -164,6 +164,9 @@ absl::StatusOr<Measured> Measure(const ObjectSet& cluster, const SchedulerConfig
   for (size_t j = 0; j < out.run.placements.size(); ++j) {
     auto it = last_end.find(out.run.placements[j].pod);
     if (it == last_end.end()) continue;  // churned or carried
+    // A PodGroup cycle decides its members together; a budget that stops the run while its
+    // results are reported leaves the rest of them unreported: not in the measured prefix.
+    if (it->second < 0) continue;
     out.measured.push_back(j);
     out.end_seconds.push_back(it->second);
   }

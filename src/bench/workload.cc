@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <unordered_set>
@@ -35,52 +36,132 @@ absl::Status Bad(std::string_view file, std::string_view field, std::string_view
 
 // ---- templates ------------------------------------------------------------------------
 
-constexpr char kIndex[] = "{{.Index}}";
-constexpr char kName[] = "{{.Name}}";
-constexpr char kNamespace[] = "{{.Namespace}}";
-
 // The variables one kind of template may use.
 enum class TemplateKind { kNode, kPod, kFixed };
 
-bool Allowed(TemplateKind kind, std::string_view token) {
-  if (token == kIndex) return kind != TemplateKind::kFixed;
-  if (token == kName) return kind == TemplateKind::kNode;
-  if (token == kNamespace) return kind == TemplateKind::kPod;
-  return false;
-}
-
-const char* AllowedList(TemplateKind kind) {
+std::string AllowedList(TemplateKind kind, const TemplateParams* declared) {
+  std::string out = "none";
   switch (kind) {
-    case TemplateKind::kNode: return "{{.Index}} and {{.Name}}";
-    case TemplateKind::kPod: return "{{.Index}} and {{.Namespace}}";
+    case TemplateKind::kNode: out = "{{.Index}} and {{.Name}}"; break;
+    case TemplateKind::kPod: out = "{{.Index}} and {{.Namespace}}"; break;
     case TemplateKind::kFixed: break;
   }
-  return "none";
+  if (declared && !declared->empty()) {
+    std::string names;
+    for (const auto& [name, value] : *declared) names += StrCat(names.empty() ? "" : ", ", ".", name);
+    out += StrCat(", and its templateParams ", names);
+  }
+  return out;
 }
 
-// Checks every {{...}} in a string against what the template kind allows.
-absl::Status CheckText(const std::string& s, TemplateKind kind, std::string_view file, const std::string& field) {
+// One {{...}} action, parsed: a variable (.Index, .Name, .Namespace, .<templateParam>) or a
+// call of one of upstream's integer template functions (scheduler_perf's getTemplateFuncs)
+// on variables and integer literals.
+struct Operand {
+  std::string variable;  // without the dot; empty for a literal
+  int64_t literal = 0;
+};
+struct Action {
+  std::string function;          // empty: a variable, operands[0]
+  std::vector<Operand> operands;
+};
+
+// Upstream's integer functions and how many operands each takes (-1: two or more).
+int Arity(std::string_view f) {
+  if (f == "DivideInt" || f == "SubtractInt" || f == "Mod") return 2;
+  if (f == "AddInt" || f == "MultiplyInt") return -1;
+  return 0;
+}
+
+absl::StatusOr<Operand> ParseOperand(std::string_view word) {
+  Operand o;
+  if (word.size() > 1 && word[0] == '.') {
+    o.variable = std::string(word.substr(1));
+    return o;
+  }
+  size_t digits = word.size() > 1 && word[0] == '-' ? 1 : 0;
+  if (digits == word.size() || word.size() - digits > 15 ||
+      !std::all_of(word.begin() + digits, word.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return absl::InvalidArgumentError(StrCat("\"", word, "\" is neither a .variable nor an integer"));
+  }
+  o.literal = std::stoll(std::string(word));
+  return o;
+}
+
+// The action between "{{" and "}}" (spaces around it allowed, as Go's).
+absl::StatusOr<Action> ParseAction(std::string_view inner) {
+  std::vector<absl::string_view> split = absl::StrSplit(absl::string_view(inner.data(), inner.size()), ' ', absl::SkipEmpty());
+  std::vector<std::string_view> words;
+  for (absl::string_view w : split) words.emplace_back(w.data(), w.size());
+  if (words.empty()) return absl::InvalidArgumentError("empty action");
+  Action a;
+  if (words[0][0] != '.') {
+    a.function = std::string(words[0]);
+    const int arity = Arity(a.function);
+    if (arity == 0) {
+      return absl::InvalidArgumentError(
+          StrCat("unknown template function ", a.function, " (kplace has DivideInt, MultiplyInt, AddInt, SubtractInt, Mod)"));
+    }
+    const size_t n = words.size() - 1;
+    if ((arity > 0 && n != static_cast<size_t>(arity)) || (arity < 0 && n < 2)) {
+      return absl::InvalidArgumentError(StrCat(a.function, " takes ", arity > 0 ? StrCat(arity) : "two or more",
+                                               " operands, got ", n));
+    }
+    words.erase(words.begin());
+  } else if (words.size() != 1) {
+    return absl::InvalidArgumentError(StrCat("\"", inner, "\": a variable takes no operands"));
+  }
+  for (std::string_view w : words) {
+    KPLACE_ASSIGN_OR_RETURN(Operand o, ParseOperand(w));
+    if (a.function.empty() && o.variable.empty()) return absl::InvalidArgumentError("expected a .variable");
+    a.operands.push_back(std::move(o));
+  }
+  if ((a.function == "DivideInt" || a.function == "Mod") && a.operands[1].variable.empty() && a.operands[1].literal == 0) {
+    return absl::InvalidArgumentError(StrCat(a.function, " by zero"));
+  }
+  return a;
+}
+
+bool Allowed(TemplateKind kind, const std::string& variable, const TemplateParams* declared) {
+  if (variable == "Index") return kind != TemplateKind::kFixed;
+  if (variable == "Name") return kind == TemplateKind::kNode;
+  if (variable == "Namespace") return kind == TemplateKind::kPod;
+  return declared && declared->count(variable);
+}
+
+// Checks every {{...}} in a string against what the template kind (and its templateParams)
+// allows.
+absl::Status CheckText(const std::string& s, TemplateKind kind, const TemplateParams* declared, std::string_view file,
+                       const std::string& field) {
   for (size_t at = s.find("{{"); at != std::string::npos; at = s.find("{{", at + 2)) {
     size_t end = s.find("}}", at);
     if (end == std::string::npos) return Bad(file, field, StrCat("unclosed \"{{\" in \"", s, "\""));
-    std::string token = s.substr(at, end + 2 - at);
-    if (!Allowed(kind, token)) {
-      return Bad(file, field, StrCat("unknown template variable ", token, " (this template may use ", AllowedList(kind), ")"));
+    const std::string token = s.substr(at, end + 2 - at);
+    absl::StatusOr<Action> a = ParseAction(std::string_view(s).substr(at + 2, end - at - 2));
+    if (!a.ok()) return Bad(file, field, StrCat(token, ": ", a.status().message()));
+    for (const Operand& o : a->operands) {
+      if (!o.variable.empty() && !Allowed(kind, o.variable, declared)) {
+        return Bad(file, field, StrCat("unknown template variable ", a->function.empty() ? token : StrCat(".", o.variable, " in ", token),
+                                       " (this template may use ", AllowedList(kind, declared), ")"));
+      }
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckTemplate(const json& t, TemplateKind kind, std::string_view file, const std::string& field) {
-  if (t.is_string()) return CheckText(t.get_ref<const std::string&>(), kind, file, field);
+absl::Status CheckTemplate(const json& t, TemplateKind kind, std::string_view file, const std::string& field,
+                           const TemplateParams* declared = nullptr) {
+  if (t.is_string()) return CheckText(t.get_ref<const std::string&>(), kind, declared, file, field);
   if (t.is_object()) {
     for (auto it = t.begin(); it != t.end(); ++it) {
       std::string sub = StrCat(field, ".", it.key());
-      KPLACE_RETURN_IF_ERROR(CheckText(it.key(), kind, file, sub));
-      KPLACE_RETURN_IF_ERROR(CheckTemplate(it.value(), kind, file, sub));
+      KPLACE_RETURN_IF_ERROR(CheckText(it.key(), kind, declared, file, sub));
+      KPLACE_RETURN_IF_ERROR(CheckTemplate(it.value(), kind, file, sub, declared));
     }
   } else if (t.is_array()) {
-    for (size_t i = 0; i < t.size(); ++i) KPLACE_RETURN_IF_ERROR(CheckTemplate(t[i], kind, file, StrCat(field, "[", i, "]")));
+    for (size_t i = 0; i < t.size(); ++i) {
+      KPLACE_RETURN_IF_ERROR(CheckTemplate(t[i], kind, file, StrCat(field, "[", i, "]"), declared));
+    }
   }
   return absl::OkStatus();
 }
@@ -103,7 +184,71 @@ bool HasVariables(const json& t) {
 struct Vars {
   int64_t index = 0;
   std::string name, namespace_;
+  const TemplateParams* params = nullptr;  // resolved templateParams
+  // Where an action that cannot be evaluated (a division by zero, a function of a string)
+  // is told; the action expands to nothing. CheckTemplate refused everything else at load.
+  std::string* error = nullptr;
 };
+
+// A variable's value: .Index as a string (kplace's templates always had it so), a
+// templateParam as given.
+json Value(const std::string& variable, const Vars& v) {
+  if (variable == "Index") return std::to_string(v.index);
+  if (variable == "Name") return v.name;
+  if (variable == "Namespace") return v.namespace_;
+  if (v.params) {
+    auto it = v.params->find(variable);
+    if (it != v.params->end()) return it->second;
+  }
+  return nullptr;
+}
+
+void Fail(const Vars& v, const std::string& what) {
+  if (v.error && v.error->empty()) *v.error = what;
+}
+
+// An operand as upstream's toFloat64 reads it: a number, or a string that parses as one.
+double Number(const Operand& o, const Vars& v, const std::string& function) {
+  if (o.variable.empty()) return static_cast<double>(o.literal);
+  if (o.variable == "Index") return static_cast<double>(v.index);
+  json x = Value(o.variable, v);
+  if (x.is_number()) return x.get<double>();
+  if (x.is_string()) {
+    char* end = nullptr;
+    const std::string& s = x.get_ref<const std::string&>();
+    double d = std::strtod(s.c_str(), &end);
+    if (!s.empty() && end == s.c_str() + s.size()) return d;
+  }
+  Fail(v, StrCat(function, ": .", o.variable, " is ", x.dump(), ", not a number"));
+  return 0;
+}
+
+// An action's value: upstream's functions compute in float64 and truncate to int.
+json Evaluate(const Action& a, const Vars& v) {
+  if (a.function.empty()) return Value(a.operands[0].variable, v);
+  std::vector<double> x;
+  for (const Operand& o : a.operands) x.push_back(Number(o, v, a.function));
+  double r = x[0];
+  if (a.function == "DivideInt" || a.function == "Mod") {
+    if (x[1] == 0) {
+      Fail(v, StrCat(a.function, " by zero (.", a.operands[1].variable, " is 0)"));
+      return 0;
+    }
+    if (a.function == "Mod") return static_cast<int64_t>(x[0]) % static_cast<int64_t>(x[1]);
+    r = x[0] / x[1];
+  } else if (a.function == "SubtractInt") {
+    r = x[0] - x[1];
+  } else {
+    for (size_t i = 1; i < x.size(); ++i) r = a.function == "AddInt" ? r + x[i] : r * x[i];
+  }
+  return static_cast<int64_t>(r);
+}
+
+std::string Text(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "";
+  return value.dump();
+}
 
 std::string Expand(const std::string& s, const Vars& v) {
   if (s.find("{{") == std::string::npos) return s;
@@ -113,16 +258,8 @@ std::string Expand(const std::string& s, const Vars& v) {
     out.append(s, pos, at - pos);
     size_t end = s.find("}}", at);
     if (end == std::string::npos) break;  // CheckTemplate rejected these at load
-    std::string_view token(s.data() + at, end + 2 - at);
-    if (token == kIndex) {
-      out += std::to_string(v.index);
-    } else if (token == kName) {
-      out += v.name;
-    } else if (token == kNamespace) {
-      out += v.namespace_;
-    } else {
-      out.append(token.data(), token.size());
-    }
+    absl::StatusOr<Action> a = ParseAction(std::string_view(s).substr(at + 2, end - at - 2));
+    if (a.ok()) out += Text(Evaluate(*a, v));
     pos = end + 2;
   }
   out.append(s, std::min(pos, s.size()), std::string::npos);
@@ -130,7 +267,19 @@ std::string Expand(const std::string& s, const Vars& v) {
 }
 
 json Substitute(const json& t, const Vars& v) {
-  if (t.is_string()) return Expand(t.get_ref<const std::string&>(), v);
+  if (t.is_string()) {
+    const std::string& s = t.get_ref<const std::string&>();
+    // One parameter or function call and nothing else keeps its value's type: upstream's
+    // YAML reads the substituted text, so `minCount: {{.podsPerGroup}}` is an integer there.
+    if (s.size() > 4 && s.compare(0, 2, "{{") == 0 && s.find("}}") == s.size() - 2) {
+      absl::StatusOr<Action> a = ParseAction(std::string_view(s).substr(2, s.size() - 4));
+      if (a.ok() && (!a->function.empty() || Allowed(TemplateKind::kFixed, a->operands[0].variable, v.params))) {
+        json value = Evaluate(*a, v);
+        if (!value.is_null()) return value;
+      }
+    }
+    return Expand(s, v);
+  }
   if (t.is_object()) {
     json out = json::object();
     for (auto it = t.begin(); it != t.end(); ++it) out[Expand(it.key(), v)] = Substitute(it.value(), v);
@@ -205,13 +354,13 @@ absl::StatusOr<std::vector<std::string>> Strings(const json& j, std::string_view
 }
 
 absl::StatusOr<std::vector<json>> Objects(const json& j, TemplateKind kind, std::string_view file,
-                                          const std::string& field) {
+                                          const std::string& field, const TemplateParams* declared = nullptr) {
   if (!j.is_array()) return Bad(file, field, "expected a list of Kubernetes objects");
   std::vector<json> out;
   for (size_t i = 0; i < j.size(); ++i) {
     std::string f = StrCat(field, "[", i, "]");
     if (!j[i].is_object()) return Bad(file, f, "expected a Kubernetes object");
-    KPLACE_RETURN_IF_ERROR(CheckTemplate(j[i], kind, file, f));
+    KPLACE_RETURN_IF_ERROR(CheckTemplate(j[i], kind, file, f, declared));
     out.push_back(j[i]);
   }
   return out;
@@ -229,12 +378,71 @@ absl::Status GroupCount(const json& j, std::string_view file, const std::string&
 
 // A group's `template` (an empty object when absent), its metadata and variables checked.
 absl::StatusOr<json> TemplateField(const json& j, TemplateKind kind, std::string_view what, std::string_view file,
-                                   const std::string& field) {
+                                   const std::string& field, const TemplateParams* declared = nullptr) {
   json t = j.contains("template") ? j["template"] : json::object();
   if (!t.is_object()) return Bad(file, field + ".template", StrCat("expected ", what));
   KPLACE_RETURN_IF_ERROR(CheckMeta(t, file, field + ".template"));
-  KPLACE_RETURN_IF_ERROR(CheckTemplate(t, kind, file, field + ".template"));
+  KPLACE_RETURN_IF_ERROR(CheckTemplate(t, kind, file, field + ".template", declared));
   return t;
+}
+
+// A template parameter's value: an integer or a string (upstream's params may be any JSON;
+// its templates print them, and its functions read numbers).
+absl::Status CheckParamValue(const json& v, std::string_view file, const std::string& field) {
+  if (v.is_string() || v.is_number_integer() || (v.is_number() && v.get<double>() == static_cast<int64_t>(v.get<double>()))) {
+    return absl::OkStatus();
+  }
+  return Bad(file, field, StrCat("expected an integer or a string, got ", v.dump()));
+}
+
+// A group's templateParams: {name: an integer, a string, or "$param"}.
+absl::StatusOr<TemplateParams> DecodeTemplateParams(const json& j, std::string_view file, const std::string& field) {
+  TemplateParams out;
+  if (!j.contains("templateParams")) return out;
+  const json& p = j["templateParams"];
+  if (!p.is_object()) return Bad(file, field + ".templateParams", "expected a map of name to value");
+  for (auto it = p.begin(); it != p.end(); ++it) {
+    const std::string f = StrCat(field, ".templateParams.", it.key());
+    if (it.key().empty() || Arity(it.key()) != 0 || it.key() == "Index" || it.key() == "Name" || it.key() == "Namespace" ||
+        !std::all_of(it.key().begin(), it.key().end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; })) {
+      return Bad(file, f, "expected a name of letters, digits and _ other than Index, Name, Namespace");
+    }
+    KPLACE_RETURN_IF_ERROR(CheckParamValue(it.value(), file, f));
+    if (it.value().is_string() && it.value().get<std::string>() == "$") return Bad(file, f, "expected $<param name>");
+    out[it.key()] = it.value();
+  }
+  return out;
+}
+
+// templateParams as written, with each "$param" taken from the variant's params.
+absl::StatusOr<TemplateParams> ResolveParams(const TemplateParams& written, const std::map<std::string, json>& params,
+                                             const std::string& where) {
+  TemplateParams out;
+  for (const auto& [name, value] : written) {
+    if (value.is_string() && value.get<std::string>().rfind('$', 0) == 0) {
+      auto it = params.find(value.get<std::string>().substr(1));
+      if (it == params.end()) {
+        return absl::InvalidArgumentError(StrCat(where, ".templateParams.", name, ": ", value.get<std::string>(),
+                                                 " is not among the variant's params"));
+      }
+      out[name] = it->second;
+    } else {
+      out[name] = value;
+    }
+  }
+  return out;
+}
+
+// Evaluates a template for index 0 with its resolved params: what the load-time check cannot
+// see (a parameter that is 0 under DivideInt, or not a number under a function).
+absl::Status CheckParams(const json& t, const TemplateParams& params, const std::string& where) {
+  std::string error;
+  Vars v;
+  v.params = &params;
+  v.error = &error;
+  Substitute(t, v);
+  if (!error.empty()) return absl::InvalidArgumentError(StrCat(where, ": ", error));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<NodeGroup> DecodeNodeGroup(const json& j, std::string_view file, const std::string& field,
@@ -265,8 +473,10 @@ absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const
                                      bool count_required) {
   if (!j.is_object()) return Bad(file, field, "expected an object");
   KPLACE_RETURN_IF_ERROR(
-      KnownFields(j, {"count", "namespace", "namespacePrefix", "template", "objects", "heterogeneous"}, file, field));
+      KnownFields(j, {"count", "namespace", "namespacePrefix", "template", "objects", "heterogeneous", "templateParams"},
+                  file, field));
   PodGroup g;
+  KPLACE_ASSIGN_OR_RETURN(g.template_params, DecodeTemplateParams(j, file, field));
   KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &g.count));
   if (j.contains("namespace") && j.contains("namespacePrefix")) {
     return Bad(file, field + ".namespacePrefix", "give either namespace or namespacePrefix, not both");
@@ -282,9 +492,10 @@ absl::StatusOr<PodGroup> DecodeGroup(const json& j, std::string_view file, const
     g.namespace_prefix = j["namespacePrefix"].get<std::string>();
   }
   if (!j.contains("template")) return Bad(file, field + ".template", "expected a Pod object");
-  KPLACE_ASSIGN_OR_RETURN(g.pod_template, TemplateField(j, TemplateKind::kPod, "a Pod object", file, field));
+  KPLACE_ASSIGN_OR_RETURN(g.pod_template,
+                          TemplateField(j, TemplateKind::kPod, "a Pod object", file, field, &g.template_params));
   if (j.contains("objects")) {
-    KPLACE_ASSIGN_OR_RETURN(g.objects, Objects(j["objects"], TemplateKind::kPod, file, field + ".objects"));
+    KPLACE_ASSIGN_OR_RETURN(g.objects, Objects(j["objects"], TemplateKind::kPod, file, field + ".objects", &g.template_params));
   }
   if (j.contains("heterogeneous")) {
     const std::string hf = field + ".heterogeneous";
@@ -322,11 +533,32 @@ absl::StatusOr<NamespaceSet> DecodeNamespaceSet(const json& j, std::string_view 
   return s;
 }
 
+// A podGroups entry (createPodGroups).
+absl::StatusOr<PodGroupObjects> DecodePodGroupObjects(const json& j, std::string_view file, const std::string& field,
+                                                      bool count_required) {
+  if (!j.is_object()) return Bad(file, field, "expected an object {count, namespace, template, templateParams}");
+  KPLACE_RETURN_IF_ERROR(KnownFields(j, {"count", "namespace", "template", "templateParams"}, file, field));
+  PodGroupObjects g;
+  KPLACE_RETURN_IF_ERROR(GroupCount(j, file, field, count_required, &g.count));
+  if (!j.contains("namespace") || !j["namespace"].is_string() || j["namespace"].get<std::string>().empty()) {
+    return Bad(file, field + ".namespace", "expected a namespace name (PodGroups are namespaced)");
+  }
+  g.namespace_ = j["namespace"].get<std::string>();
+  KPLACE_ASSIGN_OR_RETURN(g.template_params, DecodeTemplateParams(j, file, field));
+  if (!j.contains("template")) return Bad(file, field + ".template", "expected a PodGroup object");
+  KPLACE_ASSIGN_OR_RETURN(g.pod_group_template, TemplateField(j, TemplateKind::kPod, "a PodGroup object", file, field,
+                                                              &g.template_params));
+  if (g.pod_group_template.value("kind", "") != "PodGroup") {
+    return Bad(file, field + ".template.kind", StrCat("expected PodGroup, got ", g.pod_group_template.value("kind", json()).dump()));
+  }
+  return g;
+}
+
 absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, const std::string& field, const Workload& w) {
   if (!j.is_object()) return Bad(file, field, "expected an object {name, nodes, init, measured}");
   KPLACE_RETURN_IF_ERROR(
       KnownFields(j, {"name", "nodes", "init", "measured", "namespaces", "threshold", "upstream", "featureGates",
-                      "signatureBatchSize"},
+                      "signatureBatchSize", "podGroups", "params"},
                   file, field));
   Variant v;
   if (!j.contains("name") || !j["name"].is_string() || j["name"].get<std::string>().empty()) {
@@ -361,6 +593,20 @@ absl::StatusOr<Variant> DecodeVariant(const json& j, std::string_view file, cons
         return Bad(file, field + ".namespaces", StrCat("missing (namespaceSets[", s, "] has no count)"));
       }
       v.namespace_sets.push_back(w.namespace_sets[s].count);
+    }
+  }
+  if (j.contains("podGroups")) {
+    if (w.pod_groups.empty()) return Bad(file, field + ".podGroups", "the workload has no podGroups");
+    KPLACE_ASSIGN_OR_RETURN(v.pod_groups, Counts(j["podGroups"], w.pod_groups.size(), true, file, field + ".podGroups",
+                                                 "podGroups entry"));
+  } else {
+    for (const PodGroupObjects& g : w.pod_groups) v.pod_groups.push_back(g.count);
+  }
+  if (j.contains("params")) {
+    if (!j["params"].is_object()) return Bad(file, field + ".params", "expected a map of name to value");
+    for (auto it = j["params"].begin(); it != j["params"].end(); ++it) {
+      KPLACE_RETURN_IF_ERROR(CheckParamValue(it.value(), file, StrCat(field, ".params.", it.key())));
+      v.params[it.key()] = it.value();
     }
   }
   if (j.contains("threshold")) {
@@ -416,6 +662,13 @@ json PodObject(const PodGroup& g, const Vars& v, bool substitute) {
   pod["metadata"]["name"] = "pod-template";
   pod["metadata"]["namespace"] = v.namespace_;
   return pod;
+}
+
+// A createPodGroups object: substituted, in the entry's namespace.
+json PodGroupObject(const PodGroupObjects& g, const Vars& v) {
+  json o = Substitute(g.pod_group_template, v);
+  o["metadata"]["namespace"] = g.namespace_;
+  return o;
 }
 
 absl::Status DecodeObjects(const std::vector<json>& templates, const Vars& v, const std::string& where, ObjectSet* out) {
@@ -696,6 +949,8 @@ json HeterogeneousPod(json pod, const HeterogeneousMix& mix, int64_t k, const st
 }
 
 // Decodes every template once (index 0) so that a bad one fails at load, naming its field.
+absl::Status ApplyParams(Workload& w, const std::map<std::string, json>& params);
+
 absl::Status CheckDecodes(const Workload& w, std::string_view file) {
   ObjectSet scratch;
   for (size_t g = 0; g < w.node_groups.size(); ++g) {
@@ -717,9 +972,17 @@ absl::Status CheckDecodes(const Workload& w, std::string_view file) {
   for (size_t i = 0; i < w.objects.size(); ++i) {
     KPLACE_RETURN_IF_ERROR(DecodeDocument(w.objects[i], StrCat(file, ": objects[", i, "]"), &scratch));
   }
+  for (size_t i = 0; i < w.pod_groups.size(); ++i) {
+    Vars v;
+    v.namespace_ = w.pod_groups[i].namespace_;
+    v.params = &w.pod_groups[i].params;
+    KPLACE_RETURN_IF_ERROR(DecodeDocument(PodGroupObject(w.pod_groups[i], v), StrCat(file, ": podGroups[", i, "].template"),
+                                          &scratch));
+  }
   auto check_group = [&](const PodGroup& g, const std::string& field) -> absl::Status {
     Vars v;
     v.namespace_ = g.Namespaces().empty() ? g.namespace_ : g.Namespaces()[0];
+    v.params = &g.params;
     KPLACE_RETURN_IF_ERROR(DecodePod(PodObject(g, v, true), StrCat(file, ": ", field, ".template")).status());
     if (g.heterogeneous) {  // a sample of the generated pods
       const std::vector<int32_t> order = RequestOrder(g.heterogeneous->seed);
@@ -788,7 +1051,7 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   if (!doc.is_object()) return Bad(file, "workload", "expected an object");
   KPLACE_RETURN_IF_ERROR(KnownFields(doc, {"name", "description", "nodes", "namespaces", "namespaceSets", "objects",
                                            "init", "measured", "churn", "deletePods", "throughput", "default", "variants",
-                                           "schedulerConfig"},
+                                           "schedulerConfig", "podGroups"},
                                      file, ""));
   Workload w;
   if (!doc.contains("name") || !doc["name"].is_string()) return Bad(file, "name", "expected a string");
@@ -834,6 +1097,14 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
     KPLACE_ASSIGN_OR_RETURN(w.objects, Objects(doc["objects"], TemplateKind::kFixed, file, "objects"));
   }
   // A pod group over a namespace set takes the set's size.
+  if (doc.contains("podGroups")) {
+    if (!doc["podGroups"].is_array()) return Bad(file, "podGroups", "expected a list of {count, namespace, template, templateParams}");
+    for (size_t i = 0; i < doc["podGroups"].size(); ++i) {
+      KPLACE_ASSIGN_OR_RETURN(PodGroupObjects g, DecodePodGroupObjects(doc["podGroups"][i], file, StrCat("podGroups[", i, "]"),
+                                                                       !has_variants));
+      w.pod_groups.push_back(std::move(g));
+    }
+  }
   auto bind_set = [&](PodGroup& g, const std::string& field) -> absl::Status {
     if (g.namespace_prefix.empty()) return absl::OkStatus();
     for (const NamespaceSet& s : w.namespace_sets) {
@@ -877,6 +1148,10 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
       if (!doc["default"].is_string()) return Bad(file, "default", "expected a variant name");
       def = doc["default"].get<std::string>();
     }
+    for (const Variant& v : w.variants) {  // every variant's params fit the templates
+      Workload check = w;
+      if (absl::Status s = ApplyVariant(check, v.name); !s.ok()) return Bad(file, "variants", std::string(s.message()));
+    }
     if (absl::Status s = ApplyVariant(w, def); !s.ok()) return Bad(file, "default", std::string(s.message()));
     // Node counts, when given, must agree with the default variant.
     if (given_nodes > 0 && given_nodes != w.num_nodes) {
@@ -884,6 +1159,7 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
                                              w.num_nodes, " nodes"));
     }
   } else {
+    KPLACE_RETURN_IF_ERROR(ApplyParams(w, {}));
     NameVariant(w);
   }
   // What heterogeneous pods may select and tolerate comes from the node groups.
@@ -896,6 +1172,34 @@ absl::StatusOr<Workload> DecodeWorkloadSpec(const json& doc, std::string_view fi
   return w;
 }
 
+namespace {
+
+// Resolves every group's templateParams with a variant's params and evaluates the templates
+// with them (CheckParams).
+absl::Status ApplyParams(Workload& w, const std::map<std::string, json>& params) {
+  const std::string where = StrCat("workload ", w.name);
+  auto group = [&](PodGroup& g, const std::string& field) -> absl::Status {
+    KPLACE_ASSIGN_OR_RETURN(g.params, ResolveParams(g.template_params, params, StrCat(where, " ", field)));
+    if (g.params.empty()) return absl::OkStatus();
+    KPLACE_RETURN_IF_ERROR(CheckParams(g.pod_template, g.params, StrCat(where, " ", field, ".template")));
+    for (size_t o = 0; o < g.objects.size(); ++o) {
+      KPLACE_RETURN_IF_ERROR(CheckParams(g.objects[o], g.params, StrCat(where, " ", field, ".objects[", o, "]")));
+    }
+    return absl::OkStatus();
+  };
+  for (size_t g = 0; g < w.init.size(); ++g) KPLACE_RETURN_IF_ERROR(group(w.init[g], StrCat("init[", g, "]")));
+  KPLACE_RETURN_IF_ERROR(group(w.measured, "measured"));
+  for (size_t g = 0; g < w.pod_groups.size(); ++g) {
+    PodGroupObjects& p = w.pod_groups[g];
+    const std::string field = StrCat(where, " podGroups[", g, "]");
+    KPLACE_ASSIGN_OR_RETURN(p.params, ResolveParams(p.template_params, params, field));
+    KPLACE_RETURN_IF_ERROR(CheckParams(p.pod_group_template, p.params, field + ".template"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ApplyVariant(Workload& w, const std::string& name) {
   const Variant* v = w.FindVariant(name);
   if (!v) {
@@ -904,6 +1208,7 @@ absl::Status ApplyVariant(Workload& w, const std::string& name) {
     return absl::NotFoundError(StrCat("workload ", w.name, " has no variant \"", name, "\" (has: ",
                                       names.empty() ? "none" : names, ")"));
   }
+  KPLACE_RETURN_IF_ERROR(ApplyParams(w, v->params));
   w.num_nodes = v->nodes;
   if (v->node_groups.empty()) {
     if (w.node_groups.size() == 1) w.node_groups[0].count = v->nodes;
@@ -911,6 +1216,7 @@ absl::Status ApplyVariant(Workload& w, const std::string& name) {
     for (size_t g = 0; g < w.node_groups.size() && g < v->node_groups.size(); ++g) w.node_groups[g].count = v->node_groups[g];
   }
   for (size_t g = 0; g < w.init.size() && g < v->init.size(); ++g) w.init[g].count = v->init[g];
+  for (size_t g = 0; g < w.pod_groups.size() && g < v->pod_groups.size(); ++g) w.pod_groups[g].count = v->pod_groups[g];
   w.measured.count = v->measured;
   w.measured.signature_batch_size = v->signature_batch_size;
   for (size_t s = 0; s < w.namespace_sets.size() && s < v->namespace_sets.size(); ++s) {
@@ -941,6 +1247,9 @@ void NameVariant(Workload& w) {
     bool same = v.nodes == w.num_nodes && v.measured == w.measured.count && v.init.size() == w.init.size() &&
                 (v.node_groups.empty() || v.node_groups == groups);
     for (size_t g = 0; same && g < w.init.size(); ++g) same = v.init[g] == w.init[g].count;
+    for (size_t g = 0; same && g < w.pod_groups.size() && g < v.pod_groups.size(); ++g) {
+      same = v.pod_groups[g] == w.pod_groups[g].count;
+    }
     for (size_t s = 0; same && s < w.namespace_sets.size() && s < v.namespace_sets.size(); ++s) {
       same = v.namespace_sets[s] == w.namespace_sets[s].count;
     }
@@ -1091,6 +1400,16 @@ absl::Status ForEachOtherObject(const Workload& w,
   for (size_t i = 0; i < w.objects.size(); ++i) {
     KPLACE_RETURN_IF_ERROR(visit(w.objects[i], StrCat("workload ", w.name, " objects[", i, "]")));
   }
+  for (size_t g = 0; g < w.pod_groups.size(); ++g) {
+    const PodGroupObjects& p = w.pod_groups[g];
+    Vars v;
+    v.namespace_ = p.namespace_;
+    v.params = &p.params;
+    for (int32_t i = 0; i < p.count; ++i) {
+      v.index = i;
+      KPLACE_RETURN_IF_ERROR(visit(PodGroupObject(p, v), StrCat("workload ", w.name, " podGroups[", g, "]")));
+    }
+  }
   auto group_objects = [&](const PodGroup& g, const std::string& field) -> absl::Status {
     if (!g.namespace_prefix.empty()) {
       for (const NamespaceSet& s : w.namespace_sets) {
@@ -1105,6 +1424,7 @@ absl::Status ForEachOtherObject(const Workload& w,
         Vars v;
         v.index = i;
         v.namespace_ = ns;
+        v.params = &g.params;
         for (size_t o = 0; o < g.objects.size(); ++o) {
           KPLACE_RETURN_IF_ERROR(visit(Substitute(g.objects[o], v), StrCat("workload ", w.name, " ", field, ".objects[", o, "]")));
         }
@@ -1195,6 +1515,7 @@ std::vector<json> PodObjects(const PodGroup& group, const std::string& prefix, i
   for (const std::string& ns : group.Namespaces()) {
     Vars v;
     v.namespace_ = ns;
+    v.params = &group.params;
     for (int32_t i = 0; i < group.count; ++i, ++k) {
       v.index = i;
       json pod = PodObject(group, v, substitute);
@@ -1231,6 +1552,7 @@ absl::StatusOr<std::vector<Pod>> BuildPods(const PodGroup& group, const std::str
     // 50,000 copies would dominate.
     Vars v;
     v.namespace_ = ns;
+    v.params = &group.params;
     std::optional<Pod> base;
     if (!per_pod && group.count > 0) {
       KPLACE_ASSIGN_OR_RETURN(base, DecodePod(PodObject(group, v, false), "workload template"));

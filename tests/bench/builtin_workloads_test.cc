@@ -119,7 +119,9 @@ json VariantJson(const Variant& v) {
           {"upstream", v.upstream},
           {"featureGates", v.feature_gates},
           {"labels", v.labels},
-          {"signatureBatchSize", v.signature_batch_size}};
+          {"signatureBatchSize", v.signature_batch_size},
+          {"podGroups", v.pod_groups},
+          {"params", v.params}};
 }
 
 json MixJson(const std::optional<HeterogeneousMix>& m) {
@@ -236,6 +238,16 @@ void DropUpstreamOnlyNamespaces(const Workload& w, const Built& old_built, Built
   }
 }
 
+// The cluster's PodGroup objects (createPodGroups).
+json PodGroupsJson(const ObjectSet& cluster) {
+  json out = json::array();
+  for (const kplace::PodGroup& g : cluster.pod_groups) {
+    out.push_back({{"namespace", g.meta.namespace_}, {"name", g.meta.name},
+                   {"minCount", g.min_count ? json(*g.min_count) : json()}});
+  }
+  return out;
+}
+
 // The first object of two lists that differs, each rendered only while it is compared (whole
 // clusters as one JSON value cost more in allocation than the rest of the test).
 template <typename T>
@@ -257,6 +269,7 @@ std::string FirstDifference(const Built& a, const Built& b) {
                         FirstDifferentObject(a.cluster.configs, b.cluster.configs, "configs"),
                         FirstDifferentObject(a.cluster.pdbs, b.cluster.pdbs, "pdbs"),
                         FirstDifferentObject(a.cluster.priority_classes, b.cluster.priority_classes, "priorityClasses"),
+                        FirstDifference(PodGroupsJson(a.cluster), PodGroupsJson(b.cluster), "podGroups"),
                         FirstDifferentObject(a.measured, b.measured, "measured")}) {
     if (!d.empty()) return d;
   }
@@ -305,7 +318,7 @@ TEST(BuiltinWorkloadsListTest, EveryKplaceFormatFileHasItsTwinAndNoMore) {
   std::sort(cases.begin(), cases.end());
   EXPECT_EQ(cases, OldNames());
   EXPECT_EQ(BuiltinWorkloads(), OldNames());
-  EXPECT_EQ(OldNames().size(), 30u);
+  EXPECT_EQ(OldNames().size(), 31u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Every, BuiltinWorkloadsTest, ::testing::ValuesIn(OldNames()),

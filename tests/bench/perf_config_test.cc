@@ -387,6 +387,108 @@ TEST(PerfConfigTest, TestCaseWorkloadsMustBeSizesOfOneWorkload) {
             std::string::npos) << w.status();
 }
 
+// scheduler_perf's gang scheduling shape, as upstream writes it: createPodGroups from a template
+// whose minCount is a bare {{.podsPerGroup}}, waitForPodGroups, and pods naming their gang with
+// DivideInt; the workloads' params go to the variants, the ops stay one workload.
+const std::vector<std::pair<std::string, std::string>> kGangFiles = {
+    {"templates/podgroup.yaml",
+     "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata:\n  name: gang-{{.Index}}\n"
+     "spec:\n  schedulingPolicy:\n    gang:\n      minCount: {{.podsPerGroup}}\n"},
+    {"templates/gang-pod.yaml",
+     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: member-{{.Index}}\nspec:\n  schedulingGroup:\n"
+     "    podGroupName: gang-{{DivideInt .Index .podsPerGroup}}\n  containers:\n  - image: pause\n    name: pause\n"},
+    {"service.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n"},
+};
+
+std::string GangConfig(const std::string& extra_ops = "", const std::string& pod_group_fields = "") {
+  return StrCat("- name: Gangs\n  featureGates: {GenericWorkload: true}\n  workloadTemplate:\n"
+                "  - opcode: createNodes\n    countParam: $initNodes\n"
+                "  - opcode: createNamespaces\n    prefix: gang-ns\n    count: 1\n",
+                extra_ops,
+                "  - opcode: createPodGroups\n    countParam: $initPodGroups\n    namespace: gang-ns-0\n"
+                "    templatePath: templates/podgroup.yaml\n    templateParams: {podsPerGroup: $podsPerGroup}\n",
+                pod_group_fields,
+                "  - opcode: waitForPodGroups\n    namespace: gang-ns-0\n    countParam: $initPodGroups\n"
+                "  - opcode: createPods\n    countParam: $initPodGroups\n    countMultiplierParam: $podsPerGroup\n"
+                "    namespace: gang-ns-0\n    podTemplatePath: templates/gang-pod.yaml\n    collectMetrics: true\n"
+                "    templateParams: {podsPerGroup: $podsPerGroup}\n"
+                "  workloads:\n"
+                "  - name: 4Nodes_3Gangs\n    params: {initNodes: 4, initPodGroups: 3, podsPerGroup: 3}\n"
+                "  - name: 4Nodes_2Gangs_5PerGroup\n    params: {initNodes: 4, initPodGroups: 2, podsPerGroup: 5}\n");
+}
+
+TEST(PerfConfigTest, GangSchedulingOpsAsUpstreamWritesThem) {
+  const std::string dir = WriteFiles("gangs", kGangFiles);
+  auto docs = ParseDocuments(GangConfig(), "performance-config.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status();
+  // Templates are read relative to the config's directory.
+  auto w = DecodePerfConfigTestCase((*docs)[0], dir + "performance-config.yaml", "Gangs");
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_EQ(w->variants.size(), 2u);
+  EXPECT_EQ(w->variants[1].pod_groups, std::vector<int32_t>{2});
+  EXPECT_EQ(w->variants[1].measured, 10);
+  EXPECT_EQ(w->variants[1].params.at("podsPerGroup"), 5);
+  EXPECT_TRUE(w->variants[1].feature_gates.at("GenericWorkload"));
+  ASSERT_TRUE(ApplyVariant(*w, "4Nodes_2Gangs_5PerGroup").ok());
+  auto cluster = BuildCluster(*w);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->pod_groups.size(), 2u);
+  EXPECT_EQ(cluster->pod_groups[1].meta.name, "gang-1");
+  EXPECT_EQ(cluster->pod_groups[1].meta.namespace_, "gang-ns-0");
+  EXPECT_EQ(cluster->pod_groups[1].min_count, 5);
+  auto pods = BuildPods(w->measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 10u);
+  EXPECT_EQ((*pods)[4].scheduling_group, "gang-0");
+  EXPECT_EQ((*pods)[5].scheduling_group, "gang-1");
+  // Both gangs fit: each placed whole, the same on the engine and the reference.
+  auto r = RunWorkload(*w, BenchOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->engine.scheduled, 10);
+  EXPECT_EQ(r->mismatches, 0) << r->first_mismatch;
+}
+
+TEST(PerfConfigTest, GangSchedulingOpErrorsNameTheField) {
+  const std::string dir = WriteFiles("gang-errors", kGangFiles);
+  auto load = [&](const std::string& text) {
+    auto docs = ParseDocuments(text, "c.yaml");
+    EXPECT_TRUE(docs.ok()) << docs.status();
+    auto all = DecodePerfConfig((*docs)[0], dir + "c.yaml");
+    return all.status();
+  };
+  struct Case {
+    std::string text, want;
+  };
+  const std::string at = "c.yaml: test case Gangs, workload 4Nodes_3Gangs: ";
+  const std::vector<Case> cases = {
+      {GangConfig("", "    colour: blue\n"), "workloadTemplate[2].colour: unknown field"},
+      {GangConfig("  - opcode: createPods\n    count: 1\n"),
+       "workloadTemplate[3].opcode: kplace makes PodGroups with the cluster, before any pod"},
+      {GangConfig("  - opcode: createPodGroups\n    count: 1\n    templatePath: templates/podgroup.yaml\n"),
+       "workloadTemplate[2].namespace: missing (PodGroups are namespaced)"},
+      {GangConfig("  - opcode: createPodGroups\n    count: 1\n    namespace: x\n    templatePath: service.yaml\n"),
+       "workloadTemplate[2].templatePath: expected a PodGroup (scheduling.k8s.io) object, got kind \"Service\""},
+      {GangConfig("  - opcode: createPodGroups\n    count: 1\n    namespace: x\n    templatePath: templates/podgroup.yaml\n"
+                  "    templateParams: {podsPerGroup: $nowhere}\n"),
+       "workloadTemplate[2].templateParams.podsPerGroup: parameter nowhere is undefined in workload 4Nodes_3Gangs's params"},
+      {GangConfig("  - opcode: createPodGroups\n    count: 1\n    namespace: x\n    templatePath: templates/podgroup.yaml\n"
+                  "    templateParams: {podsPerGroup: [3]}\n"),
+       "workloadTemplate[2].templateParams.podsPerGroup: expected an integer, a string or a $parameter, got [3]"},
+      {GangConfig("  - opcode: waitForPodGroups\n    namespace: gang-ns-0\n    count: 1\n"),
+       "workloadTemplate[2].count: waits for 1 PodGroups in gang-ns-0 but the ops before it make 0 (scheduler_perf "
+       "would time out)"},
+      // A template the PodGroup's params do not cover is refused at load, naming the field.
+      {GangConfig("  - opcode: createPodGroups\n    count: 1\n    namespace: x\n    templatePath: templates/podgroup.yaml\n"),
+       "podGroups[0].template.spec.schedulingPolicy.gang.minCount: unknown template variable {{.podsPerGroup}}"},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = load(c.text);
+    EXPECT_FALSE(s.ok()) << c.text;
+    EXPECT_NE(std::string(s.message()).find(c.want), std::string::npos) << s.message() << "\nwant: " << c.want;
+  }
+  EXPECT_TRUE(load(GangConfig()).ok()) << load(GangConfig());
+}
+
 TEST(PerfConfigTest, StartAndStopCollectingMetricsNameTheItems) {
   const std::string ops =
       "  - opcode: createPods\n    count: 3\n"

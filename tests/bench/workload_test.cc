@@ -52,7 +52,8 @@ const std::vector<std::string> kUpstreamWorkloads = {
     "SchedulingDeletedPodsWithFinalizers",
     "SchedulingWhileGated",
     "HostPortConflict",
-    "ResourceSaturation"};
+    "ResourceSaturation",
+    "GangScheduling"};
 
 // Nodes beyond the size a variant is named for: SchedulingDaemonset adds its named node.
 int32_t ExtraNodes(const std::string& workload) { return workload == "SchedulingDaemonset" ? 1 : 0; }
@@ -74,6 +75,7 @@ TEST(WorkloadTest, EveryBuiltInDecodesWithUpstreamSizes) {
     SCOPED_TRACE(n);
     if (n == "PreemptionBasic") continue;  // upstream runs it at 500 nodes only, without a floor: below
     if (n == "HostPortConflict" || n == "ResourceSaturation") continue;  // batching/: 20000 nodes, no floors; below
+    if (n == "GangScheduling") continue;  // podgroup/: sizes named by gangs, no floors; below
     auto w = LoadWorkload(n);
     ASSERT_TRUE(w.ok()) << w.status();
     EXPECT_EQ(w->name, n);
@@ -267,6 +269,165 @@ TEST(WorkloadTest, BadExtensionsNameTheField) {
   EXPECT_EQ(BuildCluster(*named).status().message(),
             "workload x node group 0: node name \"n\" repeats (a named template with more than one node needs "
             "{{.Index}})");
+}
+
+// scheduler_perf's podgroup/gangscheduling: upstream's sizes (no CI floors) under
+// GenericWorkload, one gang PodGroup per gang (minCount podsPerGroup), pod k in gang
+// k / podsPerGroup.
+TEST(WorkloadTest, GangSchedulingAsUpstream) {
+  auto w = LoadWorkload("GangScheduling");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->variant, "5000Nodes_1000Gangs_3000Pods");
+  const std::map<std::string, std::tuple<int32_t, int32_t, int32_t>> sizes = {  // nodes, gangs, pods per gang
+      {"10Nodes_3Gangs", {10, 3, 3}},
+      {"100Nodes_10Gangs", {100, 10, 3}},
+      {"5000Nodes_1000Gangs_3000Pods", {5000, 1000, 3}},
+      {"5000Nodes_2000Gangs_6000Pods", {5000, 2000, 3}},
+      {"5000Nodes_3000Gangs_9000Pods", {5000, 3000, 3}},
+      {"5000Nodes_3Gangs_3000Pods_1000PerGroup", {5000, 3, 1000}},
+      {"5000Nodes_6Gangs_6000Pods_1000PerGroup", {5000, 6, 1000}},
+      {"5000Nodes_9Gangs_9000Pods_1000PerGroup", {5000, 9, 1000}},
+      {"5000Nodes_10Gangs_50000Pods_5000PerGroup", {5000, 10, 5000}}};
+  EXPECT_EQ(w->variants.size(), sizes.size());
+  for (const auto& [name, size] : sizes) {
+    SCOPED_TRACE(name);
+    const auto [nodes, gangs, per] = size;
+    const Variant* v = w->FindVariant(name);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->nodes, nodes);
+    EXPECT_EQ(v->pod_groups, std::vector<int32_t>{gangs});
+    EXPECT_EQ(v->measured, gangs * per);
+    EXPECT_EQ(v->params.at("podsPerGroup"), per);
+    EXPECT_TRUE(v->feature_gates.at("GenericWorkload"));
+    EXPECT_FALSE(v->threshold.has_value());
+  }
+  Workload big = *w;
+  ASSERT_TRUE(ApplyVariant(big, "5000Nodes_3Gangs_3000Pods_1000PerGroup").ok());
+  big.num_nodes = 10;
+  auto cluster = BuildCluster(big);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->pod_groups.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(cluster->pod_groups[i].meta.name, StrCat("gang-", i));
+    EXPECT_EQ(cluster->pod_groups[i].meta.namespace_, "gang-ns-0");
+    EXPECT_EQ(cluster->pod_groups[i].min_count, 1000);
+  }
+  auto pods = BuildPods(big.measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 3000u);
+  EXPECT_EQ((*pods)[0].meta.namespace_, "gang-ns-0");
+  EXPECT_EQ((*pods)[0].scheduling_group, "gang-0");
+  EXPECT_EQ((*pods)[999].scheduling_group, "gang-0");
+  EXPECT_EQ((*pods)[1000].scheduling_group, "gang-1");
+  EXPECT_EQ((*pods)[2999].scheduling_group, "gang-2");
+}
+
+// The smallest size end to end: every gang placed in its PodGroup cycle, the engine's
+// placements the reference's; and the PodGroups decide: gangs one member short of minCount
+// are placed on neither side.
+TEST(WorkloadTest, GangSchedulingRunsIdenticallyOnEngineAndReference) {
+  auto w = LoadWorkload("GangScheduling");
+  ASSERT_TRUE(w.ok()) << w.status();
+  ASSERT_TRUE(ApplyVariant(*w, "10Nodes_3Gangs").ok());
+  BenchOptions options;
+  options.verify = true;
+  auto r = RunWorkload(*w, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->applied_gates.at("GenericWorkload"));
+  EXPECT_EQ(r->engine.pods, 9);
+  EXPECT_EQ(r->engine.scheduled, 9);
+  EXPECT_EQ(r->reference.scheduled, 9);
+  EXPECT_EQ(r->compared, 9);
+  EXPECT_EQ(r->mismatches, 0) << r->first_mismatch;
+  EXPECT_TRUE(r->verify_same) << r->verify_first_mismatch;
+
+  // A reference budget that ends mid-group compares the members it reported: a prefix, with a
+  // ratio over the same pods.
+  BenchOptions capped;
+  capped.reference_budget_seconds = 1e-9;
+  auto prefix = RunWorkload(*w, capped);
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  EXPECT_TRUE(prefix->reference.capped);
+  EXPECT_EQ(prefix->compared, prefix->reference.pods);
+  EXPECT_EQ(prefix->compared, prefix->reference.scheduled);
+  EXPECT_LT(prefix->compared, 9);
+  EXPECT_GT(prefix->speedup, 0);
+  EXPECT_EQ(prefix->mismatches, 0) << prefix->first_mismatch;
+
+  Workload short_gangs = *w;
+  short_gangs.pod_groups[0].params["podsPerGroup"] = 4;  // minCount 4, 3 pods per gang
+  auto held = RunWorkload(short_gangs, options);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(held->engine.scheduled, 0);
+  EXPECT_EQ(held->reference.scheduled, 0);
+  EXPECT_EQ(held->mismatches, 0) << held->first_mismatch;
+  EXPECT_TRUE(held->verify_same) << held->verify_first_mismatch;
+}
+
+// templateParams and upstream's integer template functions, and their errors.
+TEST(WorkloadTest, TemplateParamsAndFunctions) {
+  auto parse = [](const std::string& yaml) {
+    auto docs = ParseDocuments(yaml, "w.yaml");
+    EXPECT_TRUE(docs.ok()) << docs.status();
+    return DecodeWorkloadSpec((*docs)[0], "w.yaml");
+  };
+  auto doc = [](const std::string& labels, const std::string& params = "{per: $per, word: blue, two: 2}",
+                const std::string& variant_params = "{per: 3}") {
+    return StrCat("name: x\nnodes: {count: 1}\nmeasured:\n  namespace: ns\n  templateParams: ", params,
+                  "\n  template:\n    metadata: {labels: ", labels, "}\n",
+                  "    spec: {containers: [{name: c}], priority: '{{.two}}'}\n",
+                  "variants: [{name: a, nodes: 1, measured: 7, params: ", variant_params, "}]\n");
+  };
+  auto w = parse(doc(
+      "{gang: 'g-{{DivideInt .Index .per}}', mod: 'm{{Mod .Index 3}}', sum: 's{{AddInt .Index .two 1}}', "
+      "product: 'p{{MultiplyInt .Index .per}}', diff: 'd{{SubtractInt .Index .two}}', word: '{{.word}}', "
+      "spaced: 'x{{ DivideInt  .Index  .per }}'}"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  auto pods = BuildPods(w->measured, "pod");
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 7u);
+  const Pod& p = (*pods)[5];
+  EXPECT_EQ(p.meta.labels, (std::map<std::string, std::string>{{"gang", "g-1"}, {"mod", "m2"}, {"sum", "s8"},
+                                                               {"product", "p15"}, {"diff", "d3"}, {"word", "blue"},
+                                                               {"spaced", "x1"}}));
+  EXPECT_EQ(p.priority, 2);  // a value that is only a parameter keeps its type
+
+  struct Case {
+    std::string yaml, want;
+  };
+  const std::vector<Case> cases = {
+      {doc("{a: 'x{{Frob .Index}}'}"),
+       "w.yaml: measured.template.metadata.labels.a: {{Frob .Index}}: unknown template function Frob "
+       "(kplace has DivideInt, MultiplyInt, AddInt, SubtractInt, Mod)"},
+      {doc("{a: 'x{{DivideInt .Index}}'}"),
+       "w.yaml: measured.template.metadata.labels.a: {{DivideInt .Index}}: DivideInt takes 2 operands, got 1"},
+      {doc("{a: 'x{{DivideInt .Index 0}}'}"),
+       "w.yaml: measured.template.metadata.labels.a: {{DivideInt .Index 0}}: DivideInt by zero"},
+      {doc("{a: 'x{{DivideInt .Index .per}}'}", "{per: $per, word: blue, two: 2}", "{per: 0}"),
+       "w.yaml: variants: workload x measured.template: DivideInt by zero (.per is 0)"},
+      {doc("{a: 'x{{DivideInt .Index .word}}'}"),
+       "w.yaml: variants: workload x measured.template: DivideInt: .word is \"blue\", not a number"},
+      {doc("{a: 'x{{.nope}}'}"),
+       "w.yaml: measured.template.metadata.labels.a: unknown template variable {{.nope}} (this template may use "
+       "{{.Index}} and {{.Namespace}}, and its templateParams .per, .two, .word)"},
+      {doc("{a: x}", "{per: $per, word: blue, two: 2}", "{other: 3}"),
+       "w.yaml: variants: workload x measured.templateParams.per: $per is not among the variant's params"},
+      {doc("{a: x}", "{per: [1], word: blue, two: 2}"),
+       "w.yaml: measured.templateParams.per: expected an integer or a string, got [1]"},
+      {doc("{a: x}", "{Index: 1, word: blue, two: 2}"),
+       "w.yaml: measured.templateParams.Index: expected a name of letters, digits and _ other than Index, Name, Namespace"},
+      {"name: x\nnodes: {count: 1}\nmeasured: {count: 1, template: {}}\n"
+       "podGroups: [{count: 1, template: {kind: PodGroup, metadata: {name: g}}}]\n",
+       "w.yaml: podGroups[0].namespace: expected a namespace name (PodGroups are namespaced)"},
+      {"name: x\nnodes: {count: 1}\nmeasured: {count: 1, template: {}}\n"
+       "podGroups: [{count: 1, namespace: ns, template: {kind: Pod, metadata: {name: g}}}]\n",
+       "w.yaml: podGroups[0].template.kind: expected PodGroup, got \"Pod\""},
+  };
+  for (const Case& c : cases) {
+    auto bad = parse(c.yaml);
+    EXPECT_FALSE(bad.ok()) << c.yaml;
+    EXPECT_EQ(std::string(bad.status().message()), c.want) << c.yaml;
+  }
 }
 
 TEST(WorkloadTest, NodeGroupsScaleWithTheNodeCount) {

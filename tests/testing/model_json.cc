@@ -133,6 +133,7 @@ json ToJson(const Pod& p) {
           {"topologySpreadConstraints", spread},
           {"volumes", volumes},
           {"schedulingGates", p.scheduling_gates},
+          {"schedulingGroup", p.scheduling_group},
           {"resourceClaims", claims},
           {"phase", p.phase},
           {"nominatedNodeName", p.nominated_node_name},

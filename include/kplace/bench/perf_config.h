@@ -16,7 +16,15 @@
 //                     stopCollectingMetrics): count | countParam (times countMultiplierParam),
 //                     namespace (else namespace-<op index>, counted over the unrolled ops as
 //                     upstream does), podTemplatePath (else the test case's
-//                     defaultPodTemplatePath, else makeBasePod's pod-default), skipWaitToCompletion
+//                     defaultPodTemplatePath, else makeBasePod's pod-default), skipWaitToCompletion,
+//                     templateParams
+//   createPodGroups   PodGroup objects (scheduling.k8s.io) made with the cluster, before any
+//                     pod (so before every createPods op): count | countParam, namespace
+//                     (required), templatePath (a PodGroup; {{.Index}} 0..count-1),
+//                     templateParams
+//   waitForPodGroups  namespace, count | countParam: a no-op (upstream waits until the
+//                     scheduler's informer sees that many PodGroups; kplace's are there before
+//                     any pod); InvalidArgument when it waits for more than the ops before it made
 //   createPodSets     an init group over the namespaces <namespacePrefix>-0..<count-1>
 //   createAny         cluster objects made before any pod: templatePath (one object of a kind
 //                     scheduling reads: Service, ReplicaSet, StatefulSet, ReplicationController,
@@ -29,6 +37,11 @@
 //   barrier, sleep    accepted; kplace places each createPods op's pods before the next op
 //                     and has no wall clock, so both are no-ops
 //   startCollectingMetrics {name, namespaces}, stopCollectingMetrics
+// templateParams: {name: value}, a value an integer, a string or "$param" (the workload's
+// params; the variant carries their values, Variant::params): templates read {{.name}} and
+// upstream's integer functions (DivideInt, MultiplyInt, AddInt, SubtractInt, Mod; workload.h).
+// A template value that is one action alone and unquoted (`minCount: {{.podsPerGroup}}`) is
+// quoted before the YAML is read, and gets its value's type back when substituted.
 // Template paths, and the test case's schedulerConfigPath (a KubeSchedulerConfiguration file,
 // the profile the workload runs), are relative to the config file's directory (upstream runs
 // each config from its own directory). Workloads: name, params, labels, threshold (a number),

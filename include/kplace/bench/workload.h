@@ -27,7 +27,11 @@
 //   namespaceSets:  generated namespaces [{prefix, count, template}]: <prefix>-0 ..
 //                   <prefix>-<count-1>, each a copy of the Namespace `template`
 //   objects:        extra cluster objects (Services, StorageClasses, CSIDrivers, ...)
-//   init:           pod groups [{count, namespace | namespacePrefix, template, objects}]
+//   podGroups:      scheduler_perf's createPodGroups [{count, namespace, template,
+//                   templateParams}]: `count` scheduling.k8s.io PodGroup objects from the
+//                   template (index i = 0..count-1) in `namespace`, made with the cluster
+//   init:           pod groups [{count, namespace | namespacePrefix, template, objects,
+//                   templateParams}]
 //     namespacePrefix  createPodSets: the group runs once per namespace of the namespace set
 //                   with that prefix, `count` pods in each (namespaces in order)
 //     objects       per-pod object templates (e.g. a bound PV and PVC), one set per pod
@@ -42,15 +46,28 @@
 //   throughput:     pods/s that turn the two rates above into measured-pod counts (a
 //                   variant's threshold, when it has one, wins): upstream's wall-clock rate
 //                   relative to the throughput its CI expects
-//   default, variants: [{name, nodes, init, measured, namespaces, threshold, upstream}]
+//   default, variants: [{name, nodes, init, measured, namespaces, podGroups, params,
+//                   threshold, upstream}]
 //     nodes         a count, or a list of counts (one per node group)
 //     init          a count for every init group, or a list (one per init group)
 //     namespaces    a count for every namespace set, or a list (one per set)
+//     podGroups     a count for every podGroups entry, or a list (one per entry)
+//     params        {name: value}: the values templateParams' "$name" references take in
+//                   this variant (scheduler_perf's workload params); integers or strings
 // Templates may say {{.Index}} (the node's or pod's index within its group, or within its
 // namespace for namespacePrefix groups), {{.Name}} (the node's name; node templates and
 // node objects) and {{.Namespace}} (the pod's namespace; pod templates and pod objects)
 // in any string value or map key. Upstream spells its template parameter the same way
 // (Go text/template `{{.Index}}`).
+//
+// templateParams (pod groups and podGroups entries): {name: value}, a value an integer, a
+// string, or "$param" (the variant's params entry): the template says {{.name}}. A template
+// may also call upstream's integer functions on .Index, parameters and integer literals:
+// {{DivideInt a b}} (a / b, toward zero), {{MultiplyInt a b...}}, {{AddInt a b...}},
+// {{SubtractInt a b}} and {{Mod a b}}; dividing by zero is InvalidArgument. A string value
+// that is one parameter or function call and nothing else ("{{.podsPerGroup}}") takes its
+// value's type, so an integer stays an integer (as upstream's Go template output is read by
+// YAML after substitution; {{.Index}}, {{.Name}} and {{.Namespace}} stay strings).
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -108,6 +125,10 @@ struct HeterogeneousMix {
 };
 inline constexpr int32_t kHeterogeneousPairs = 39 * 63;  // cpu steps x memory steps
 
+/** A template's parameters (templateParams): name -> an integer or string, or, as written in
+ *  a workload, "$param" for the variant's params entry. */
+using TemplateParams = std::map<std::string, nlohmann::json>;
+
 struct PodGroup {
   int32_t count = 0;  // pods, or pods per namespace when namespace_prefix is set
   std::string namespace_ = "default";
@@ -122,11 +143,24 @@ struct PodGroup {
    *  signature, the next run another (each run's pods tolerate a NoSchedule taint named
    *  after the run, which no node has: only the signature changes). 0: one signature. */
   int32_t signature_batch_size = 0;
+  /** templateParams as written, and as resolved for the applied variant (ApplyVariant). */
+  TemplateParams template_params, params;
 
   /** The namespaces the group runs over, in order. */
   std::vector<std::string> Namespaces() const;
   /** count times the namespaces. */
   int64_t TotalPods() const;
+};
+
+/** scheduler_perf's createPodGroups: `count` PodGroup objects (scheduling.k8s.io) from one
+ *  template, {{.Index}} 0..count-1, in `namespace_`, made with the cluster. (The model's
+ *  PodGroup is kplace::PodGroup; bench::PodGroup is a group of generated pods.) */
+struct PodGroupObjects {
+  int32_t count = 0;
+  std::string namespace_;
+  nlohmann::json pod_group_template;
+  /** templateParams as written, and as resolved for the applied variant (ApplyVariant). */
+  TemplateParams template_params, params;
 };
 
 /** scheduler_perf's churn op. Every interval each template makes an object named
@@ -158,6 +192,9 @@ struct Variant {
   std::vector<int32_t> init;         // per init group
   int32_t measured = 0;
   std::vector<int32_t> namespace_sets;  // per namespace set (empty when there are none)
+  std::vector<int32_t> pod_groups;      // per podGroups entry (createPodGroups)
+  /** scheduler_perf's workload params that templateParams reference ("$name"). */
+  std::map<std::string, nlohmann::json> params;
   std::optional<double> threshold;  // upstream's CI floor (SchedulingThroughput Average, pods/s)
   bool upstream = true;             // false: a size kplace adds (e.g. 15000Nodes)
   /** scheduler_perf's featureGates for this workload (test case's, then the workload's);
@@ -176,6 +213,7 @@ struct Workload {
   std::vector<nlohmann::json> namespaces;  // Namespace objects
   std::vector<NamespaceSet> namespace_sets;
   std::vector<nlohmann::json> objects;     // extra cluster objects
+  std::vector<PodGroupObjects> pod_groups;  // createPodGroups' PodGroup objects
   /** The KubeSchedulerConfiguration to run (scheduler_perf's schedulerConfigPath), when not
    *  the default one. */
   std::optional<nlohmann::json> scheduler_config;
@@ -207,7 +245,9 @@ absl::StatusOr<Workload> LoadWorkload(const std::string& name_or_path);
 /** Names of the built-in workloads (the test cases of the embedded performance-config files), sorted. */
 std::vector<std::string> BuiltinWorkloads();
 
-/** @brief Applies a size variant by name. NotFound when the workload has none by that name. */
+/** @brief Applies a size variant by name: its counts, and its params into every group's
+ *  templateParams. NotFound when the workload has none by that name; InvalidArgument when a
+ *  template divides by a parameter that is 0 in it. */
 absl::Status ApplyVariant(Workload& w, const std::string& name);
 /** @brief Applies the variant with `nodes` nodes ("<nodes>Nodes" first, then any with that
  *  node count); returns false and changes only the node count when none has it (call
@@ -222,8 +262,8 @@ void NameVariant(Workload& w);
  *  while there are enough). */
 std::vector<int32_t> NodeGroupCounts(const Workload& w);
 
-/** @brief The cluster: nodes (with their per-node objects), namespaces, extra objects and
- *  the per-pod objects of every init and measured pod, decoded through the ordinary
+/** @brief The cluster: nodes (with their per-node objects), namespaces, extra objects, the
+ *  podGroups' PodGroup objects and the per-pod objects of every init and measured pod, decoded through the ordinary
  *  decoder. InvalidArgument naming the workload and template on bad input, or when a
  *  group's namespace_count disagrees with its namespace set. */
 absl::StatusOr<ObjectSet> BuildCluster(const Workload& w);
