@@ -4,8 +4,8 @@
 #include <chrono>
 #include <map>
 #include <numeric>
-#include <string_view>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 
 #if defined(_OPENMP)
@@ -666,6 +666,11 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     bool preempted = false;
     bool stop = false;
     std::vector<bool> tried(group_keys.size());  // PodGroups whose cycle ran in this pass
+    // Each group's pods this run has not bound: only the group's own cycle changes it.
+    std::vector<int64_t> unbound(group_keys.size(), 0);
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (group[k] >= 0 && out[k].node.empty()) ++unbound[group[k]];
+    }
     auto record = [&](size_t q, Placement p) {
       stop = each && !each(p);
       if (p.node.empty() && !p.gated && !p.other_scheduler) failed.push_back(q);
@@ -693,9 +698,7 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
         members.push_back(queue[later]);
         pods.push_back(&pending[order[queue[later]]]);
       }
-      int64_t pending_members = 0;  // the group's pods this run has not bound
-      for (size_t k = 0; k < order.size(); ++k) pending_members += group[k] == g && out[k].node.empty();
-      std::vector<Placement> placed = SchedulePodGroup(group_keys[g], pods, pending_members);
+      std::vector<Placement> placed = SchedulePodGroup(group_keys[g], pods, unbound[g]);
       for (size_t m = 0; m < members.size(); ++m) record(members[m], std::move(placed[m]));
     }
     if (!preempted || stop) break;

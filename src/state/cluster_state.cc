@@ -29,6 +29,12 @@ bool WaitsForNode(const Pod& p, NodeIndex node) {
   return node == engine::kNoId && !p.node_name.empty() && !Finished(p);
 }
 
+// Whether `key` is namespace/name, compared in place (no key built per object).
+bool IsKey(const std::string& key, const std::string& ns, const std::string& name) {
+  return key.size() == ns.size() + 1 + name.size() && key.compare(0, ns.size(), ns) == 0 && key[ns.size()] == '/' &&
+         key.compare(ns.size() + 1, name.size(), name) == 0;
+}
+
 }  // namespace
 
 ClusterState::ClusterState(const ObjectSet& cluster, FeatureGates gates, bool reference)
@@ -142,8 +148,7 @@ std::vector<const Pod*> ClusterState::PodGroupMembers(const std::string& key) co
   std::vector<const LivePod*> in;
   for (const auto& [k, p] : pods_) {
     const Pod& pod = *p.pod;
-    if (!pod.scheduling_group.empty() && key.size() == pod.meta.namespace_.size() + 1 + pod.scheduling_group.size() &&
-        key == StrCat(pod.meta.namespace_, "/", pod.scheduling_group)) {
+    if (!pod.scheduling_group.empty() && IsKey(key, pod.meta.namespace_, pod.scheduling_group)) {
       in.push_back(&p);
     }
   }
@@ -156,7 +161,7 @@ std::vector<const Pod*> ClusterState::PodGroupMembers(const std::string& key) co
 
 const PodGroup* ClusterState::FindPodGroup(const std::string& key) const {
   for (const PodGroup& g : objects().pod_groups) {
-    if (ObjectKey(g.meta) == key) return &g;
+    if (IsKey(key, g.meta.namespace_, g.meta.name)) return &g;
   }
   return nullptr;
 }
