@@ -161,12 +161,17 @@ void PrintResult(const bench::BenchResult& r, const bench::BenchOptions& options
     }
     std::printf("engine/reference: %.1fx (time for the same %lld pods)\n", r.speedup,
                 static_cast<long long>(r.compared));
+    const long long same_attempts = static_cast<long long>(r.compared - r.between_attempts);
+    if (r.between_attempts) {
+      std::printf("note: %lld of those pods were stopped by the cap between two attempts (a preemption's retry "
+                  "pass not reached): their last attempts are different cycles, not compared\n",
+                  static_cast<long long>(r.between_attempts));
+    }
     if (r.mismatches) {
       std::printf("MISMATCH: %lld of %lld placements differ; first: %s\n", static_cast<long long>(r.mismatches),
-                  static_cast<long long>(r.compared), r.first_mismatch.c_str());
+                  same_attempts, r.first_mismatch.c_str());
     } else {
-      std::printf("placements identical: %lld of %lld\n", static_cast<long long>(r.compared),
-                  static_cast<long long>(r.compared));
+      std::printf("placements identical: %lld of %lld\n", same_attempts, same_attempts);
     }
   }
 }
@@ -550,7 +555,7 @@ int RunBench(int argc, char** argv) {
         std::snprintf(ratio, sizeof ratio, "%.1fx", r.speedup);
         std::snprintf(ref_p50, sizeof ref_p50, "%.1f", r.reference.p50_us);
       }
-      std::string identical = !options.run_reference ? "-" : r.mismatches ? "MISMATCH" : StrCat(r.compared);
+      std::string identical = !options.run_reference ? "-" : r.mismatches ? "MISMATCH" : StrCat(r.compared - r.between_attempts);
       if (r.verified && !r.verify_same) identical += " VERIFY-DIFF";
       if (options.run_reference && r.reference.capped) identical += " (ref capped)";
       std::printf("%-52s %10.1f %10s %10s %10s %9.1f %9s %9s\n", name.c_str(), r.engine.throughput.average, per_pod, ref,

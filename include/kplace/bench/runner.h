@@ -90,6 +90,9 @@ struct BenchResult {
   double speedup = 0;  // engine pods/s over reference pods/s (per-pod mean latency ratio)
   int64_t compared = 0;  // placements compared (the reference's prefix when capped)
   int64_t mismatches = 0;
+  /** Of `compared`, pods a capped reference stopped between two attempts (a preemption's
+   *  retry pass not reached): their last attempts are not the same cycle, so not compared. */
+  int64_t between_attempts = 0;
   std::string first_mismatch;
   int32_t batch = 1;  // the engine's cycle::Options::batch
   /** BenchOptions::verify: the measured phase (its pods, the carried pods and its events,
