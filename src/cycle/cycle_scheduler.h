@@ -51,6 +51,11 @@ class OnOneThread {
   int was_ = 1;
 };
 
+// pod_group_cycle.cc: with GenericWorkload, the PodGroup of each of `pending` in queue
+// `order` (an index into `*keys`, namespace/name), -1 for a pod on its own.
+std::vector<int32_t> PodGroupsInQueue(const std::vector<Pod>& pending, const std::vector<size_t>& order,
+                                      const FeatureGates& gates, std::vector<std::string>* keys);
+
 class CycleScheduler final : public Scheduler, private state::ClusterState::Listener {
  public:
   CycleScheduler(const ObjectSet& cluster, const SchedulerConfig& config, const Options& options);
@@ -111,6 +116,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   // through the reference's dry-run host (made once, into *host), else the evaluator's.
   // The evaluator of the profile that schedules `pod`, a pod the cluster does not hold bound.
   absl::StatusOr<size_t> PendingProfile(const Pod& pod) const;
+  // The evaluator of the profile named by `pod`'s schedulerName; evaluators_.size() when none.
+  size_t ProfileOf(const Pod& pod) const;
   PluginStatus NodeStatus(const Pod& pod, Evaluator* ev, size_t ev_index, const std::vector<bool>& nominated_on,
                           std::unique_ptr<ReferenceDryRunHost>* host, NodeIndex i, std::string* plugin);
   void Bind(const Pod& pod, NodeIndex host);

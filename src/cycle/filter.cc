@@ -22,11 +22,16 @@ PluginStatus CycleScheduler::NodeStatus(const Pod& pod, Evaluator* ev, size_t ev
   return s;
 }
 
-absl::StatusOr<size_t> CycleScheduler::PendingProfile(const Pod& pod) const {
+size_t CycleScheduler::ProfileOf(const Pod& pod) const {
   size_t ev_index = evaluators_.size();
   for (size_t e = 0; e < evaluators_.size(); ++e) {
     if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) ev_index = e;
   }
+  return ev_index;
+}
+
+absl::StatusOr<size_t> CycleScheduler::PendingProfile(const Pod& pod) const {
+  const size_t ev_index = ProfileOf(pod);
   const std::string key = ObjectKey(pod.meta);
   if (ev_index == evaluators_.size()) {
     return absl::InvalidArgumentError(StrCat("Pod ", key, ": no profile has schedulerName \"", pod.scheduler_name, "\""));

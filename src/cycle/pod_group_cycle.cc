@@ -3,9 +3,11 @@
 // the cluster, GangScheduling's PlacementFeasible after each, and all or nothing at the
 // end (docs/podgroup.md).
 #include <cstdio>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cycle_scheduler.h"
@@ -57,15 +59,14 @@ const char* PreemptionPolicyName(const Pod& pod) {
 // PriorityClass's value (or the global default class's), else 0.
 int32_t GroupPriority(const PodGroup& group, const ObjectSet& objects) {
   if (group.priority) return *group.priority;
-  std::optional<int32_t> out;
-  for (const PriorityClass& c : objects.priority_classes) {
-    if (!group.priority_class_name.empty()) {
-      if (c.meta.name == group.priority_class_name) return c.value;
-    } else if (c.global_default && (!out || c.value < *out)) {
-      out = c.value;  // several defaults: admission takes the lowest
-    }
+  if (group.priority_class_name.empty()) {
+    const PriorityClass* d = GlobalDefaultClass(objects.priority_classes);
+    return d ? d->value : 0;
   }
-  return out.value_or(0);
+  for (const PriorityClass& c : objects.priority_classes) {
+    if (c.meta.name == group.priority_class_name) return c.value;
+  }
+  return 0;
 }
 
 // validatePodGroup: one profile, the group's priority and one preemption policy for every
@@ -100,6 +101,29 @@ std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queue
 
 }  // namespace
 
+std::vector<int32_t> PodGroupsInQueue(const std::vector<Pod>& pending, const std::vector<size_t>& order,
+                                      const FeatureGates& gates, std::vector<std::string>* keys) {
+  std::vector<int32_t> group(order.size(), -1);
+  if (!gates.Enabled("GenericWorkload")) return group;
+  using Key = std::pair<std::string_view, std::string_view>;  // namespace, PodGroup
+  std::map<Key, int32_t> ids;
+  Key last;
+  int32_t last_id = -1;
+  for (size_t q = 0; q < order.size(); ++q) {
+    const Pod& pod = pending[order[q]];
+    if (pod.scheduling_group.empty()) continue;
+    const Key key(pod.meta.namespace_, pod.scheduling_group);
+    if (last_id < 0 || key != last) {  // a group's members mostly come together
+      auto [it, fresh] = ids.emplace(key, static_cast<int32_t>(keys->size()));
+      if (fresh) keys->push_back(StrCat(pod.meta.namespace_, "/", pod.scheduling_group));
+      last = key;
+      last_id = it->second;
+    }
+    group[q] = last_id;
+  }
+  return group;
+}
+
 std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
                                                         int64_t pending_members) {
   std::vector<Placement> out(members.size());
@@ -112,10 +136,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     const Pod& pod = *members[m];
     Placement& p = out[m];
     p.pod = ObjectKey(pod.meta);
-    size_t ev_index = evaluators_.size();
-    for (size_t e = 0; e < evaluators_.size(); ++e) {
-      if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) ev_index = e;
-    }
+    const size_t ev_index = ProfileOf(pod);
     if (ev_index == evaluators_.size() || state_.FindBoundPod(p.pod)) {
       p = Schedule(pod);  // another scheduler's, or already bound: as Schedule says
       continue;

@@ -5,7 +5,6 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
-#include <string_view>
 #include <utility>
 
 #if defined(_OPENMP)
@@ -201,15 +200,8 @@ void CycleScheduler::RestartAllBatches() {
 Placement CycleScheduler::Schedule(const Pod& pod) {
   Placement out;
   out.pod = ObjectKey(pod.meta);
-  Evaluator* ev = nullptr;
-  size_t ev_index = 0;
-  for (size_t e = 0; e < evaluators_.size(); ++e) {
-    if (evaluators_[e]->profile().scheduler_name == pod.scheduler_name) {
-      ev = evaluators_[e].get();
-      ev_index = e;
-    }
-  }
-  if (!ev) {
+  const size_t ev_index = ProfileOf(pod);
+  if (ev_index == evaluators_.size()) {
     out.other_scheduler = true;
     out.code = Code::kSkip;
     out.message = StrCat("left alone: no profile has schedulerName \"", pod.scheduler_name, "\"");
@@ -221,7 +213,7 @@ Placement CycleScheduler::Schedule(const Pod& pod) {
     return out;
   }
   if (!PreEnqueue(pod, ev_index, &out)) return out;  // a rejected pod never enters a cycle
-  return ScheduleAdmitted(pod, *ev, ev_index, std::move(out));
+  return ScheduleAdmitted(pod, *evaluators_[ev_index], ev_index, std::move(out));
 }
 
 Placement CycleScheduler::ScheduleAdmitted(const Pod& pod, Evaluator& ev_ref, size_t ev_index, Placement out) {
@@ -636,28 +628,8 @@ std::vector<Placement> Scheduler::ScheduleAll(const std::vector<Pod>& pending,
     slot[ObjectKey(pod.meta)] = q;
     if (!pod.nominated_node_name.empty() && pod.node_name.empty()) Nominate(pod);
   }
-  // With GenericWorkload, each pod's PodGroup (an index into group_keys), -1 for a pod on
-  // its own.
-  std::vector<int32_t> group(order.size(), -1);
   std::vector<std::string> group_keys;  // namespace/name
-  if (options().gates.Enabled("GenericWorkload")) {
-    using Key = std::pair<std::string_view, std::string_view>;  // namespace, PodGroup
-    std::map<Key, int32_t> ids;
-    Key last;
-    int32_t last_id = -1;
-    for (size_t q = 0; q < order.size(); ++q) {
-      const Pod& pod = pending[order[q]];
-      if (pod.scheduling_group.empty()) continue;
-      const Key key(pod.meta.namespace_, pod.scheduling_group);
-      if (last_id < 0 || key != last) {  // a group's members mostly come together
-        auto [it, fresh] = ids.emplace(key, static_cast<int32_t>(group_keys.size()));
-        if (fresh) group_keys.push_back(StrCat(pod.meta.namespace_, "/", pod.scheduling_group));
-        last = key;
-        last_id = it->second;
-      }
-      group[q] = last_id;
-    }
-  }
+  const std::vector<int32_t> group = PodGroupsInQueue(pending, order, options().gates, &group_keys);
   std::vector<size_t> queue(order.size());
   std::iota(queue.begin(), queue.end(), 0);
   std::vector<int32_t> attempts(order.size(), 0);

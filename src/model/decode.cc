@@ -1006,14 +1006,19 @@ absl::StatusOr<ResourceSlice> DecodeResourceSlice(JsonView j, std::string_view w
   return slice;
 }
 
-absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods, std::string_view where) {
-  const PriorityClass* global_default = nullptr;
-  std::map<std::string, const PriorityClass*> classes;
-  for (const PriorityClass& pc : cluster.priority_classes) {
-    classes[pc.meta.name] = &pc;
+const PriorityClass* GlobalDefaultClass(const std::vector<PriorityClass>& classes) {
+  const PriorityClass* out = nullptr;
+  for (const PriorityClass& pc : classes) {
     // Upstream admission takes the default with the lowest value when several claim it.
-    if (pc.global_default && (!global_default || pc.value < global_default->value)) global_default = &pc;
+    if (pc.global_default && (!out || pc.value < out->value)) out = &pc;
   }
+  return out;
+}
+
+absl::Status ResolvePriorities(const ObjectSet& cluster, std::vector<Pod>* pods, std::string_view where) {
+  const PriorityClass* global_default = GlobalDefaultClass(cluster.priority_classes);
+  std::map<std::string, const PriorityClass*> classes;
+  for (const PriorityClass& pc : cluster.priority_classes) classes[pc.meta.name] = &pc;
   for (Pod& pod : *pods) {
     const PriorityClass* pc = nullptr;
     if (!pod.priority_class_name.empty()) {

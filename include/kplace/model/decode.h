@@ -91,6 +91,9 @@ absl::StatusOr<PriorityClass> DecodePriorityClass(const nlohmann::json& j, std::
  *  decode through DecodeDocument with the same version rule. */
 absl::StatusOr<ResourceClaim> DecodeResourceClaim(const nlohmann::json& j, std::string_view where);
 
+/** The globalDefault PriorityClass admission uses (the lowest value when several claim it);
+ *  null when none. */
+const PriorityClass* GlobalDefaultClass(const std::vector<PriorityClass>& classes);
 /** @brief Does what priority admission does for `pods`: a pod without spec.priority gets
  *  its priorityClassName's value (the built-in system-node-critical and
  *  system-cluster-critical included), else the globalDefault class's, else stays unset
