@@ -6,10 +6,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "kplace/common/strings.h"
@@ -232,6 +234,60 @@ void BM_ServiceFits(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ServiceFits)->Arg(5000)->Iterations(1000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Concurrent what-if clients: range(1) clients, each on its own channel, ask Fits of one
+// pod over range(0) nodes, 100 calls each per iteration, against a server with range(2)
+// replicas. Calls per second over all clients: compare 8 clients with 1 (the same replicas)
+// for how reads scale, and replicas 0 (one state, calls in turn) with 2.
+void BM_ServiceFitsClients(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0)), clients = static_cast<int>(state.range(1));
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.replicas = static_cast<int32_t>(state.range(2));
+  auto server = LocalServer::Start(o);
+  if (!server.ok()) return state.SkipWithError("cannot start the server");
+  const std::string target = StrCat("127.0.0.1:", (*server)->port());
+  std::vector<std::unique_ptr<v1::Placement::Stub>> stubs;
+  for (int k = 0; k < clients; ++k) {
+    grpc::ChannelArguments args;
+    args.SetInt("kplace.bench.client", k);  // a channel (connection) of its own
+    stubs.push_back(v1::Placement::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::ResetRequest req;
+    req.set_objects(UniformCluster(nodes, 1000));
+    v1::ResetResponse resp;
+    if (!stubs[0]->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
+  }
+  v1::FitsRequest ask;
+  ask.set_pod(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"q","namespace":"default"},"spec":{"containers":)"
+              R"([{"name":"c","image":"pause","resources":{"requests":{"cpu":"100m","memory":"500Mi"}}}]}})");
+  constexpr int kCalls = 100;
+  std::atomic<bool> failed{false};
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < clients; ++k) {
+      threads.emplace_back([&, k] {
+        for (int c = 0; c < kCalls; ++c) {
+          grpc::ClientContext ctx;
+          v1::FitsResponse resp;
+          if (!stubs[k]->Fits(&ctx, ask, &resp).ok() || resp.fits_size() != nodes) failed = true;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (failed) return state.SkipWithError("Fits failed");
+  }
+  state.SetItemsProcessed(state.iterations() * clients * kCalls);
+}
+BENCHMARK(BM_ServiceFitsClients)
+    ->Args({5000, 1, 2})
+    ->Args({5000, 8, 2})
+    ->Args({5000, 8, 0})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace kplace::serve

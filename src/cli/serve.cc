@@ -24,8 +24,20 @@ int RunServe(int argc, char** argv) {
   std::string& token_file = flags.String("token-file", "", "file holding the bearer token every call must send");
   std::string& metrics_listen = flags.String("metrics-listen", "", "serve Prometheus metrics (GET /metrics, plain HTTP) on HOST:PORT; default off");
   std::string& feature_gates = flags.String("feature-gates", "", "kube-scheduler feature gates to change from v1.37's defaults, e.g. OpportunisticBatching=false");
+  int64_t& replicas = flags.Int("replicas", 2,
+                                "copies of the state kept in step for reads and forks: dry runs, Evaluate and what-ifs run "
+                                "beside each other and beside writes (each copy costs the state's memory); 0: one state, calls in turn, no forks");
+  int64_t& forks_per_client = flags.Int("forks-per-client", 4, "open forks one client address may hold");
+  int64_t& fork_ttl = flags.Int("fork-ttl", 60, "seconds a fork lives without a call when Fork names no ttl_seconds (at most 3600)");
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
   serve::ServerOptions options;
+  if (replicas < 0 || replicas > 64 || forks_per_client < 1 || fork_ttl < 1 || fork_ttl > 3600) {
+    std::fprintf(stderr, "kplace serve: --replicas must be 0 to 64, --forks-per-client at least 1, --fork-ttl 1 to 3600\n");
+    return 2;
+  }
+  options.replicas = static_cast<int32_t>(replicas);
+  options.forks_per_client = static_cast<int32_t>(forks_per_client);
+  options.fork_ttl_seconds = fork_ttl;
   if (!ParseFeatureGates("serve", feature_gates, &options.scheduler.gates)) return 2;
   options.listen = listen;
   options.metrics_listen = metrics_listen;

@@ -1,7 +1,9 @@
 #include "kplace/serve/placement_state.h"
 
 #include <chrono>
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <random>
 #include <utility>
 
@@ -93,6 +95,7 @@ absl::Status PlacementState::Check(const Precondition& expected) const {
 }
 
 absl::StatusOr<ResetResult> PlacementState::Reset(std::string_view objects, std::string_view config_text) {
+  if (fork_) return absl::FailedPreconditionError("Reset: a fork cannot replace the cluster (commit or discard it first)");
   SchedulerConfig config = DefaultSchedulerConfig();
   if (!config_text.empty()) {
     KPLACE_ASSIGN_OR_RETURN(std::vector<json> docs, ParseDocuments(config_text, "config"));
@@ -282,7 +285,41 @@ absl::StatusOr<uint64_t> PlacementState::Apply(const std::vector<std::string_vie
     }
   }
   KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
+  if (fork_) std::move(undo.begin(), undo.end(), std::back_inserter(fork_->mirror));
   return undo.empty() ? revision_ : ++revision_;  // only BOOKMARKs, or nothing: no change
+}
+
+void PlacementState::RememberForFork(const KeptMap& into, const std::string& key, bool pod) {
+  if (!fork_) return;
+  auto it = into.find(key);
+  fork_->mirror.push_back(MirrorUndo{key, it == into.end() ? std::nullopt : std::optional<KeptJson>(it->second), pod,
+                                     pod && pending_.count(key) > 0});
+}
+
+absl::Status PlacementState::BeginFork() {
+  if (!scheduler_) return absl::FailedPreconditionError("no cluster yet: call Reset first");
+  if (fork_) return absl::FailedPreconditionError("a fork is open already");
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Begin());
+  fork_ = ForkUndo{revision_, order_.size(), classes_, {}};
+  return absl::OkStatus();
+}
+
+absl::Status PlacementState::RevertFork() {
+  if (!fork_) return absl::FailedPreconditionError("no fork is open");
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Revert());
+  Rollback(&fork_->mirror);
+  order_.resize(fork_->order_size);
+  classes_ = std::move(fork_->classes);
+  revision_ = fork_->revision;
+  fork_.reset();
+  return absl::OkStatus();
+}
+
+absl::Status PlacementState::CommitFork() {
+  if (!fork_) return absl::FailedPreconditionError("no fork is open");
+  KPLACE_RETURN_IF_ERROR(scheduler_->state().Commit());
+  fork_.reset();
+  return absl::OkStatus();
 }
 
 struct PlacementState::RequestPods {
@@ -455,6 +492,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
     }
     if (!dry_run) {
       const std::string mirror = KeyOf(req.group_json[k]);
+      RememberForFork(objects_, mirror, false);
       auto it = objects_.find(mirror);
       if (it == objects_.end()) {
         order_.push_back(mirror);
@@ -500,6 +538,7 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
     } else {
       pod.node_name = p.node;
     }
+    RememberForFork(pods_, p.pod, true);
     pods_[p.pod] = std::move(pod);
     pending_.erase(p.pod);
   }
@@ -583,10 +622,32 @@ absl::StatusOr<whatif::ReplicasResult> PlacementState::Replicas(std::string_view
 }
 
 absl::StatusOr<std::vector<cycle::NodeFit>> PlacementState::Fits(std::string_view pod, const std::vector<std::string>& nodes,
-                                                                 bool first_fit, const Precondition& expected) {
+                                                                 bool first_fit, const Precondition& expected, bool reserve) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
-  KPLACE_ASSIGN_OR_RETURN(Pod p, DecodeOnePod(pod));
-  return whatif::CanSchedulePod(scheduler_.get(), p, nodes, first_fit);
+  if (!reserve) {
+    KPLACE_ASSIGN_OR_RETURN(Pod p, DecodeOnePod(pod));
+    return whatif::CanSchedulePod(scheduler_.get(), p, nodes, first_fit);
+  }
+  KPLACE_ASSIGN_OR_RETURN(RequestPods req, DecodeRequest(pod, /*keep_json=*/true));
+  if (req.decoded.pods.size() != 1) {
+    return absl::InvalidArgumentError(StrCat("pod: expected one Pod, got ", req.decoded.pods.size()));
+  }
+  const Pod& p = req.decoded.pods[0];
+  KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, whatif::CanSchedulePod(scheduler_.get(), p, nodes, true));
+  if (fits.empty() || !fits.back().status.IsSuccess()) return fits;
+  KPLACE_RETURN_IF_ERROR(scheduler_->Assume(p, fits.back().node));
+  const std::string key = ObjectKey(p.meta);
+  KeptJson kept = std::move(req.raw.at(key));
+  if (kept.text.empty()) {
+    kept.value["spec"]["nodeName"] = fits.back().node;
+  } else {
+    kept.node_name = fits.back().node;
+  }
+  RememberForFork(pods_, key, true);
+  pods_[key] = std::move(kept);
+  pending_.erase(key);
+  ++revision_;
+  return fits;
 }
 
 absl::StatusOr<whatif::ScaleUpResult> PlacementState::ScaleUp(std::string_view pods, std::string_view node_templates,

@@ -22,6 +22,7 @@
 #include "kplace/framework/types.h"
 #include "kplace/serve/metrics.h"
 #include "kplace/serve/placement_state.h"
+#include "kplace/serve/state_pool.h"
 #include "kplace/v1/placement.grpc.pb.h"
 #include "src/serve/chunks.h"
 
@@ -33,13 +34,18 @@ grpc::Status ToGrpc(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kOk:
       return grpc::Status::OK;
-    case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:
+      if (IsUnknownFork(s)) return grpc::Status(grpc::StatusCode::NOT_FOUND, std::string(s.message()));
+      [[fallthrough]];
+    case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kAlreadyExists:
       code = grpc::StatusCode::INVALID_ARGUMENT;  // about the request's objects
       break;
     case absl::StatusCode::kFailedPrecondition:
       code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case absl::StatusCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
       break;
     default:
       break;
@@ -59,6 +65,7 @@ const char* GrpcCodeName(grpc::StatusCode c) {
     case grpc::StatusCode::CANCELLED: return "CANCELLED";
     case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
     case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
     case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
     case grpc::StatusCode::INTERNAL: return "INTERNAL";
@@ -72,14 +79,17 @@ int64_t Placed(const std::vector<cycle::Placement>& placements) {
   return n;
 }
 
-// Every call holds the one lock: writes apply in revision order, reads see one revision.
-// Snapshots only read (the state's const view), so they share it with each other; every
-// other call, dry runs and what-ifs included (they change the state in a transaction they
-// undo), holds it alone.
+// Writes apply to the state one at a time, in revision order; reads (dry runs, Evaluate,
+// what-ifs) run on replicas kept in step, beside each other and beside writes, each at one
+// revision; a call naming a fork runs on the fork (StatePool).
 class PlacementService final : public v1::Placement::Service {
  public:
-  PlacementService(const cycle::Options& options, std::string token, int32_t max_message_bytes, Metrics* metrics)
-      : state_(options), token_(std::move(token)), max_message_bytes_(max_message_bytes), metrics_(metrics) {}
+  PlacementService(const ServerOptions& o, Metrics* metrics)
+      : pool_(o.scheduler, o.replicas,
+              ForkLimits{o.forks_per_client, std::chrono::seconds(o.fork_ttl_seconds), std::chrono::seconds(3600)}),
+        token_(o.token),
+        max_message_bytes_(o.max_message_bytes),
+        metrics_(metrics) {}
 
   grpc::Status Reset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) override {
     return Observed("Reset", [&] { return DoReset(ctx, req, resp); });
@@ -110,15 +120,18 @@ class PlacementService final : public v1::Placement::Service {
   }
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req, v1::DrainResponse* resp) override {
     return Observed("Drain", [&] {
-      return WhatIf(ctx, resp, [&] { return state_.Drain({req->nodes().begin(), req->nodes().end()}, Expected(*req)); },
+      return WhatIf(ctx, *req, resp,
+                    [&](PlacementState& s, const Precondition& e) { return s.Drain({req->nodes().begin(), req->nodes().end()}, e); },
                     [&](const whatif::DrainResult& r) { FillDrain(r, resp->mutable_result()); });
     });
   }
   grpc::Status Consolidate(grpc::ServerContext* ctx, const v1::ConsolidateRequest* req,
                            v1::ConsolidateResponse* resp) override {
     return Observed("Consolidate", [&] {
-      return WhatIf(ctx, resp,
-                    [&] { return state_.Consolidate({req->candidates().begin(), req->candidates().end()}, Expected(*req)); },
+      return WhatIf(ctx, *req, resp,
+                    [&](PlacementState& s, const Precondition& e) {
+                      return s.Consolidate({req->candidates().begin(), req->candidates().end()}, e);
+                    },
                     [&](const std::vector<whatif::DrainResult>& all) {
                       for (const whatif::DrainResult& r : all) FillDrain(r, resp->add_candidates());
                     });
@@ -126,7 +139,8 @@ class PlacementService final : public v1::Placement::Service {
   }
   grpc::Status Replicas(grpc::ServerContext* ctx, const v1::ReplicasRequest* req, v1::ReplicasResponse* resp) override {
     return Observed("Replicas", [&] {
-      return WhatIf(ctx, resp, [&] { return state_.Replicas(req->pod(), req->max(), Expected(*req)); }, [&](const whatif::ReplicasResult& r) {
+      return WhatIf(ctx, *req, resp, [&](PlacementState& s, const Precondition& e) { return s.Replicas(req->pod(), req->max(), e); },
+                    [&](const whatif::ReplicasResult& r) {
         resp->set_replicas(r.replicas);
         for (const auto& [node, n] : r.per_node) (*resp->mutable_per_node())[node] = n;
         if (r.stopped_by) FillPlacement(*r.stopped_by, resp->mutable_stopped_by());
@@ -135,31 +149,52 @@ class PlacementService final : public v1::Placement::Service {
   }
   grpc::Status Fits(grpc::ServerContext* ctx, const v1::FitsRequest* req, v1::FitsResponse* resp) override {
     return Observed("Fits", [&] {
-      return WhatIf(ctx, resp,
-                    [&] {
-                      return state_.Fits(req->pod(), {req->nodes().begin(), req->nodes().end()}, req->first_fit(),
-                                         Expected(*req));
-                    },
-                    [&](const std::vector<cycle::NodeFit>& fits) {
-                      for (const cycle::NodeFit& f : fits) {
-                        if (f.status.IsSuccess()) {
-                          resp->add_fits(f.node);
-                          continue;
-                        }
-                        v1::NodeVerdict* v = resp->add_rejected();
-                        v->set_node(f.node);
-                        v->set_plugin(f.plugin);
-                        v->set_code(CodeName(f.status.code));
-                        v->set_reason(f.status.Message());
-                      }
-                    });
+      const std::vector<std::string> nodes(req->nodes().begin(), req->nodes().end());
+      auto fill = [&](const std::vector<cycle::NodeFit>& fits) {
+        for (const cycle::NodeFit& f : fits) {
+          if (f.status.IsSuccess()) {
+            resp->add_fits(f.node);
+            continue;
+          }
+          v1::NodeVerdict* v = resp->add_rejected();
+          v->set_node(f.node);
+          v->set_plugin(f.plugin);
+          v->set_code(CodeName(f.status.code));
+          v->set_reason(f.status.Message());
+        }
+      };
+      if (!req->reserve()) {
+        return WhatIf(ctx, *req, resp,
+                      [&](PlacementState& s, const Precondition& e) { return s.Fits(req->pod(), nodes, req->first_fit(), e); },
+                      fill);
+      }
+      if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+      uint64_t revision = 0;
+      auto r = pool_.Reserve(req->fork(), req->pod(), nodes, Expected(*req), &revision);
+      if (!r.ok()) return ToGrpc(r.status());
+      resp->set_revision(revision);
+      resp->set_instance(pool_.instance());
+      fill(*r);
+      return grpc::Status::OK;
     });
+  }
+  grpc::Status Fork(grpc::ServerContext* ctx, const v1::ForkRequest* req, v1::ForkResponse* resp) override {
+    return Observed("Fork", [&] { return DoFork(ctx, req, resp); });
+  }
+  grpc::Status CommitFork(grpc::ServerContext* ctx, const v1::ForkHandle* req, v1::CommitForkResponse* resp) override {
+    return Observed("CommitFork", [&] { return DoCommitFork(ctx, req, resp); });
+  }
+  grpc::Status DiscardFork(grpc::ServerContext* ctx, const v1::ForkHandle* req, v1::DiscardForkResponse* resp) override {
+    return Observed("DiscardFork", [&] { return DoDiscardFork(ctx, req, resp); });
   }
   grpc::Status ScaleUp(grpc::ServerContext* ctx, const v1::ScaleUpRequest* req, v1::ScaleUpResponse* resp) override {
     return Observed("ScaleUp", [&] {
       whatif::ScaleUpOptions options;
       if (req->has_max_nodes()) options.max_nodes = req->max_nodes();
-      return WhatIf(ctx, resp, [&] { return state_.ScaleUp(req->pods(), req->node_templates(), options, Expected(*req)); },
+      return WhatIf(ctx, *req, resp,
+                    [&](PlacementState& s, const Precondition& e) {
+                      return s.ScaleUp(req->pods(), req->node_templates(), options, e);
+                    },
                     [&](const whatif::ScaleUpResult& r) {
                       for (const auto& [t, n] : r.new_nodes) (*resp->mutable_new_nodes())[t] = n;
                       for (const cycle::Placement& p : r.pods) FillPlacement(p, resp->add_pending());
@@ -180,11 +215,10 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoReset(grpc::ServerContext* ctx, const v1::ResetRequest* req, v1::ResetResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::shared_mutex> lock(mu_);
-    auto r = state_.Reset(req->objects(), req->config());
+    auto r = pool_.Reset(req->objects(), req->config());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
-    resp->set_instance(state_.instance());
+    resp->set_instance(pool_.instance());
     resp->set_nodes(r->nodes);
     resp->set_bound_pods(r->bound_pods);
     resp->set_pending_pods(r->pending_pods);
@@ -194,7 +228,7 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoApply(grpc::ServerContext* ctx, const v1::ApplyRequest* req, v1::ApplyResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    return ApplyEvents({req->events().begin(), req->events().end()},  // views of the request's strings
+    return ApplyEvents(req->fork(), {req->events().begin(), req->events().end()},  // views of the request's strings
                        Expected(*req), resp);
   }
 
@@ -206,14 +240,16 @@ class PlacementService final : public v1::Placement::Service {
     std::vector<std::unique_ptr<v1::ApplyRequest>> reqs;
     std::vector<std::string_view> events;
     Precondition expected;
+    std::string fork;
     for (auto req = std::make_unique<v1::ApplyRequest>(); reader->Read(req.get()); req = std::make_unique<v1::ApplyRequest>()) {
       if (req->has_expected_revision()) expected.revision = req->expected_revision();
       if (!req->expected_instance().empty()) expected.instance = req->expected_instance();
+      if (!req->fork().empty()) fork = req->fork();
       events.insert(events.end(), req->events().begin(), req->events().end());
       reqs.push_back(std::move(req));
     }
     if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled: nothing applied");
-    return ApplyEvents(events, expected, resp);
+    return ApplyEvents(fork, events, expected, resp);
   }
 
   grpc::Status DoSchedule(grpc::ServerContext* ctx, const v1::ScheduleRequest* req, v1::ScheduleResponse* resp) {
@@ -224,15 +260,14 @@ class PlacementService final : public v1::Placement::Service {
     }
     std::vector<GangSpec> gangs;
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
-    std::lock_guard<std::shared_mutex> lock(mu_);
-    auto r = state_.Schedule(req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain());
+    auto r = pool_.Schedule(req->fork(), req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
-    resp->set_instance(state_.instance());
+    resp->set_instance(pool_.instance());
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided(req->mode() == v1::DRY_RUN ? "DRY_RUN" : "COMMIT", placed,
                           static_cast<int64_t>(r->placements.size()) - placed);
-    metrics_->SetRevision(r->revision);
+    if (req->mode() != v1::DRY_RUN && req->fork().empty()) metrics_->SetRevision(r->revision);
     for (size_t k = 0; k < r->placements.size(); ++k) Fill(*r, k, resp->add_placements());
     for (const GangResult& g : r->gangs) {
       v1::GangResult* out = resp->add_gangs();
@@ -248,35 +283,29 @@ class PlacementService final : public v1::Placement::Service {
 
   grpc::Status DoEvaluate(grpc::ServerContext* ctx, const v1::EvaluateRequest* req, v1::EvaluateResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::shared_mutex> lock(mu_);
-    auto r = state_.Evaluate(req->pods(), Expected(*req), req->explain());
-    if (!r.ok()) return ToGrpc(r.status());
+    std::optional<ScheduleResult> r;
+    const absl::Status s = pool_.Read(req->fork(), Expected(*req), [&](PlacementState& state, const Precondition& e) {
+      KPLACE_ASSIGN_OR_RETURN(r, state.Evaluate(req->pods(), e, req->explain()));
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return ToGrpc(s);
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided("EVALUATE", placed, static_cast<int64_t>(r->placements.size()) - placed);
     resp->set_revision(r->revision);
-    resp->set_instance(state_.instance());
+    resp->set_instance(pool_.instance());
     for (size_t k = 0; k < r->placements.size(); ++k) Fill(*r, k, resp->add_results());
     return grpc::Status::OK;
   }
 
-  grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest*, v1::SnapshotResponse* resp) {
+  // The JSON is written after the state is let go.
+  grpc::Status DoSnapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req, v1::SnapshotResponse* resp) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
     nlohmann::json list;
     uint64_t revision = 0;
-    if (grpc::Status r = ReadSnapshot(&list, &revision); !r.ok()) return r;
+    if (absl::Status r = pool_.Snapshot(req->fork(), &list, &revision); !r.ok()) return ToGrpc(r);
     resp->set_revision(revision);
-    resp->set_instance(state_.instance());
+    resp->set_instance(pool_.instance());
     resp->set_objects(list.dump());
-    return grpc::Status::OK;
-  }
-
-  // Snapshots only read: under the shared lock, beside each other; the JSON is written
-  // after it is let go.
-  grpc::Status ReadSnapshot(nlohmann::json* list, uint64_t* revision) {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    if (absl::Status r = state_.Check({}); !r.ok()) return ToGrpc(r);
-    *revision = state_.revision();
-    *list = state_.Snapshot();
     return grpc::Status::OK;
   }
 
@@ -297,9 +326,9 @@ class PlacementService final : public v1::Placement::Service {
     if (grpc::Status s = StreamLimit(ctx, req->max_chunk_bytes(), &max); !s.ok()) return s;
     nlohmann::json list;
     uint64_t revision = 0;
-    if (grpc::Status r = ReadSnapshot(&list, &revision); !r.ok()) return r;
+    if (absl::Status r = pool_.Snapshot(req->fork(), &list, &revision); !r.ok()) return ToGrpc(r);
     LastMarked<v1::SnapshotChunk> out([&](const v1::SnapshotChunk& c) { return writer->Write(c); });
-    return StreamList(list, revision, state_.instance(), max, out) ? grpc::Status::OK : ClientGone();
+    return StreamList(list, revision, pool_.instance(), max, out) ? grpc::Status::OK : ClientGone();
   }
 
   grpc::Status DoEvaluateStream(grpc::ServerContext* ctx, const v1::EvaluateRequest* req,
@@ -330,17 +359,20 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  // A what-if's reply: its revision and instance (the state is as it was), then `fill`.
-  // Authorized, under the lock like every call: `compute` the answer, then `fill` the reply.
-  template <typename Response, typename Compute, typename F>
-  grpc::Status WhatIf(grpc::ServerContext* ctx, Response* resp, Compute&& compute, F&& fill) {
+  // A what-if, authorized: `compute` the answer on a state at the newest revision (or the
+  // request's fork), then `fill` the reply, with that state's revision.
+  template <typename Request, typename Response, typename Compute, typename F>
+  grpc::Status WhatIf(grpc::ServerContext* ctx, const Request& req, Response* resp, Compute&& compute, F&& fill) {
     if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
-    std::lock_guard<std::shared_mutex> lock(mu_);
-    const auto r = compute();
-    if (!r.ok()) return ToGrpc(r.status());
-    resp->set_revision(state_.revision());
-    resp->set_instance(state_.instance());
-    fill(*r);
+    const absl::Status s = pool_.Read(req.fork(), Expected(req), [&](PlacementState& state, const Precondition& e) {
+      auto r = compute(state, e);
+      if (!r.ok()) return r.status();
+      resp->set_revision(state.revision());
+      fill(*r);
+      return absl::OkStatus();
+    });
+    if (!s.ok()) return ToGrpc(s);
+    resp->set_instance(pool_.instance());
     return grpc::Status::OK;
   }
 
@@ -374,19 +406,54 @@ class PlacementService final : public v1::Placement::Service {
     }
   }
 
-  grpc::Status ApplyEvents(const std::vector<std::string_view>& events, const Precondition& expected, v1::ApplyResponse* resp) {
-    std::lock_guard<std::shared_mutex> lock(mu_);
-    auto r = state_.Apply(events, expected);
+  grpc::Status ApplyEvents(const std::string& fork, const std::vector<std::string_view>& events,
+                           const Precondition& expected, v1::ApplyResponse* resp) {
+    auto r = pool_.Apply(fork, events, expected);
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(*r);
-    resp->set_instance(state_.instance());
+    resp->set_instance(pool_.instance());
     resp->set_applied(static_cast<int64_t>(events.size()));
+    if (fork.empty()) metrics_->SetRevision(*r);
+    return grpc::Status::OK;
+  }
+
+  // A fork's owner, for the per-client limit: the peer's address without its port.
+  static std::string Client(const grpc::ServerContext* ctx) {
+    const std::string peer = ctx->peer();
+    const size_t colon = peer.rfind(':');
+    return colon == std::string::npos || colon < peer.find(':') + 1 ? peer : peer.substr(0, colon);
+  }
+
+  grpc::Status DoFork(grpc::ServerContext* ctx, const v1::ForkRequest* req, v1::ForkResponse* resp) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    auto r = pool_.Fork(Expected(*req), req->ttl_seconds(), Client(ctx));
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_fork(r->id);
+    resp->set_revision(r->revision);
+    resp->set_instance(pool_.instance());
+    resp->set_ttl_seconds(r->ttl_seconds);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status DoCommitFork(grpc::ServerContext* ctx, const v1::ForkHandle* req, v1::CommitForkResponse* resp) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    auto r = pool_.Commit(req->fork());
+    if (!r.ok()) return ToGrpc(r.status());
+    resp->set_revision(*r);
+    resp->set_instance(pool_.instance());
     metrics_->SetRevision(*r);
     return grpc::Status::OK;
   }
 
-  std::shared_mutex mu_;
-  PlacementState state_;
+  grpc::Status DoDiscardFork(grpc::ServerContext* ctx, const v1::ForkHandle* req, v1::DiscardForkResponse* resp) {
+    if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+    if (absl::Status s = pool_.Discard(req->fork()); !s.ok()) return ToGrpc(s);
+    resp->set_revision(pool_.revision());
+    resp->set_instance(pool_.instance());
+    return grpc::Status::OK;
+  }
+
+  StatePool pool_;
   const std::string token_;
   const int32_t max_message_bytes_;
   Metrics* metrics_;
@@ -449,7 +516,7 @@ absl::Status CheckServerOptions(const ServerOptions& o) {
 }
 
 struct LocalServer::Impl {
-  explicit Impl(const ServerOptions& o) : service(o.scheduler, o.token, o.max_message_bytes, &metrics) {}
+  explicit Impl(const ServerOptions& o) : service(o, &metrics) {}
   Metrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   PlacementService service;

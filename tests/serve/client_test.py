@@ -346,6 +346,52 @@ class ServeTest(unittest.TestCase):
         self.assertEqual(e.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
         self.assertEqual(self.snapshot(), (rev, snap))
 
+    def test_forks(self):
+        # a: 4 CPUs, b: 2. Cluster Autoscaler's check and reserve in a fork: 3-CPU pods fit
+        # a once, then nowhere; a 2-CPU pod then fits b only.
+        rev = self.reset_small()
+        _, snap = self.snapshot()
+        f = self.kp.fork(ttl_seconds=30)
+        self.assertEqual((f.revision, f.ttl_seconds), (rev, 30))
+        self.assertTrue(f.fork)
+        self.assertEqual(self.kp.revision, rev)
+        one = self.kp.fits(pod("r1", "3"), reserve=True, fork=f.fork)
+        self.assertEqual((list(one.fits), one.revision), (["a"], rev + 1))
+        two = self.kp.fits(pod("r2", "3"), reserve=True, fork=f.fork)
+        self.assertEqual(list(two.fits), [])
+        self.assertEqual([(v.node, v.reason) for v in two.rejected], [("a", "Insufficient cpu"), ("b", "Insufficient cpu")])
+        three = self.kp.schedule([pod("r3", "2")], fork=f.fork)
+        self.assertEqual(three.placements[0].node, "b")
+        self.assertEqual(self.kp.revision, rev)  # a fork's replies are not the state's revision
+        forked = self.kp.snapshot(fork=f.fork)
+        self.assertEqual(sorted((o["metadata"]["name"], o["spec"].get("nodeName")) for o in forked.objects["items"]
+                                if o["kind"] == "Pod"), [("r1", "a"), ("r3", "b")])
+        self.assertEqual(self.snapshot(), (rev, snap))  # the state does not see the fork
+        self.assertEqual(self.kp.fits(pod("x", "3")).fits, ["a"])
+        done = self.kp.commit_fork(f.fork)
+        self.assertEqual(done.revision, rev + 2)
+        self.assertEqual(self.kp.snapshot().objects, forked.objects)
+        with self.assertRaises(KplaceError) as e:
+            self.kp.fits(pod("x"), fork=f.fork)
+        self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND, e.exception.details)
+        # Discarded on leaving the block; a commit refused once the state moved on.
+        with self.kp.forked() as g:
+            self.kp.apply([event("DELETED", node("b", "2"))], fork=g)
+            self.assertEqual([o["metadata"]["name"] for o in self.kp.snapshot(fork=g).objects["items"]
+                              if o["kind"] == "Node"], ["a"])
+            self.kp.schedule([pod("moved", "10m")])
+            with self.assertRaises(KplaceError) as e:
+                self.kp.commit_fork(g)
+            self.assertEqual(e.exception.code, grpc.StatusCode.FAILED_PRECONDITION, e.exception.details)
+        self.assertEqual([o["metadata"]["name"] for o in self.kp.snapshot().objects["items"] if o["kind"] == "Node"],
+                         ["a", "b"])
+        for call, code in ((lambda: self.kp.fits(pod("x"), reserve=True), grpc.StatusCode.INVALID_ARGUMENT),
+                           (lambda: self.kp.fork(ttl_seconds=4000), grpc.StatusCode.INVALID_ARGUMENT),
+                           (lambda: self.kp.discard_fork("fork-0000"), grpc.StatusCode.NOT_FOUND)):
+            with self.assertRaises(KplaceError) as e:
+                call()
+            self.assertEqual(e.exception.code, code, e.exception.details)
+
     def test_health_and_concurrent_clients(self):
         health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
         self.assertEqual(health(b""), b"\x08\x01")  # status: SERVING

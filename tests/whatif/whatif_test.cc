@@ -416,6 +416,70 @@ TEST(WhatIfTest, CanSchedulePodAgreesWithTheCycleAndTheReferenceRandomized) {
   EXPECT_TRUE(absl::IsInvalidArgument(CanSchedulePod(s.get(), other).status()));
 }
 
+// FirstFit with a reservation binds each pod where it fits, so the next pod's check counts
+// it: the state afterwards is the one the same pods added bound there give, engine and
+// reference alike, and a transaction takes it all back.
+TEST(WhatIfTest, FirstFitReserveBindsWhereItFitsRandomized) {
+  int64_t reserved = 0, unplaced = 0;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    for (int32_t size : {7, 40}) {
+      const Random rc = MakeRandom(seed * 31 + static_cast<uint64_t>(size), size);
+      std::vector<Pod> pods;
+      for (int k = 0; k < 16; ++k) pods.push_back(MakePod(StrCat("r", k), "", k % 3 == 0 ? "2" : k % 3 == 1 ? "1" : "500m"));
+      for (size_t k = 0; k < 6 && k < rc.cluster.pods.size(); ++k) {
+        Pod like = rc.cluster.pods[k * 7 % rc.cluster.pods.size()];  // an existing pod's constraints
+        like.meta.name = StrCat("like-", k);
+        like.meta.uid.clear();
+        like.node_name.clear();
+        pods.push_back(like);
+      }
+      std::vector<std::string> sides;
+      for (bool reference : {false, true}) {
+        auto s = Make(rc.cluster, reference);
+        const std::string before = StateOf(*s);
+        ASSERT_TRUE(s->state().Begin().ok());
+        std::string lines;
+        std::vector<Pod> bound;
+        for (size_t k = 0; k < pods.size(); ++k) {
+          std::vector<std::string> order = s->state().NodeOrder();
+          if (k % 2) std::reverse(order.begin(), order.end());
+          auto got = FirstFit(s.get(), pods[k], order, /*reserve=*/true);
+          ASSERT_TRUE(got.ok()) << got.status();
+          lines += StrCat(pods[k].meta.name, "->", got->value_or("-"), "\n");
+          if (!*got) {
+            if (!reference) ++unplaced;
+            continue;
+          }
+          if (!reference) ++reserved;
+          const Pod* now = s->state().FindBoundPod(ObjectKey(pods[k].meta));
+          ASSERT_NE(now, nullptr) << pods[k].meta.name;
+          EXPECT_EQ(now->node_name, **got);
+          bound.push_back(pods[k]);
+          bound.back().node_name = **got;
+        }
+        const std::string after = StateOf(*s);
+        ASSERT_TRUE(s->state().Revert().ok());
+        EXPECT_EQ(StateOf(*s), before);
+        ASSERT_TRUE(s->state().Begin().ok());
+        for (const Pod& p : bound) {
+          state::ClusterEvent e;
+          e.type = state::EventType::kAdded;
+          e.kind = "Pod";
+          e.where = "test";
+          e.object.pods.push_back(p);
+          ASSERT_TRUE(s->state().Apply(std::move(e)).ok());
+        }
+        EXPECT_EQ(StateOf(*s), after) << "seed " << seed << ", " << size << " nodes";
+        ASSERT_TRUE(s->state().Revert().ok());
+        sides.push_back(lines);
+      }
+      EXPECT_EQ(sides[0], sides[1]) << "engine and reference differ: " << size << " nodes, seed " << seed;
+    }
+  }
+  EXPECT_GT(reserved, 40);
+  EXPECT_GT(unplaced, 5);
+}
+
 // --- scale-up ------------------------------------------------------------------------
 
 // A pending pod of ReplicaSet `rs` (empty: no controller).

@@ -97,8 +97,11 @@ class PlacementState {
   absl::StatusOr<std::vector<whatif::DrainResult>> Consolidate(const std::vector<std::string>& candidates,
                                                                const Precondition& expected);
   absl::StatusOr<whatif::ReplicasResult> Replicas(std::string_view pod, int64_t max, const Precondition& expected);
+  /** With `reserve`, the pod is bound (assumed) to the first node that fits, the verdicts
+   *  stop there as with `first_fit`, and the revision moves on when it found one: Cluster
+   *  Autoscaler's check-and-reserve, meant for a fork. */
   absl::StatusOr<std::vector<cycle::NodeFit>> Fits(std::string_view pod, const std::vector<std::string>& nodes,
-                                                   bool first_fit, const Precondition& expected);
+                                                   bool first_fit, const Precondition& expected, bool reserve = false);
   /** `pods`: pending pods as Evaluate reads them; `node_templates`: Nodes (a List or a
    *  Node, JSON or YAML), each name once. */
   absl::StatusOr<whatif::ScaleUpResult> ScaleUp(std::string_view pods, std::string_view node_templates,
@@ -108,7 +111,19 @@ class PlacementState {
    *  they came, then pods (bound ones with spec.nodeName), then pending pods. */
   nlohmann::json Snapshot() const;
 
+  /** @brief Opens a fork: the writes that follow (Apply, Schedule commits, reservations)
+   *  are undone together by RevertFork, objects, revision and scheduler state alike, or kept
+   *  by CommitFork. Costs what the fork changes. One fork at a time; Reset is refused while
+   *  one is open. */
+  absl::Status BeginFork();
+  absl::Status RevertFork();
+  absl::Status CommitFork();
+  bool forked() const { return fork_.has_value(); }
+
   uint64_t revision() const { return revision_; }
+  /** A copy kept in step by replaying another state's writes (serve::StatePool) takes that
+   *  state's revision after replaying its Reset. */
+  void Renumber(uint64_t revision) { revision_ = revision; }
   const std::string& instance() const { return instance_; }
   bool ready() const { return scheduler_ != nullptr; }
   /** FailedPrecondition when a call naming `expected` may not go on: another instance, no
@@ -168,6 +183,15 @@ class PlacementState {
   absl::Status ApplyOne(std::string_view text, size_t k, EventDecoder* decoder, std::vector<MirrorUndo>* undo);
   void Rollback(std::vector<MirrorUndo>* undo);
 
+  // What RevertFork restores besides the scheduler's own transaction.
+  struct ForkUndo {
+    uint64_t revision = 0;
+    size_t order_size = 0;
+    ObjectSet classes;
+    std::vector<MirrorUndo> mirror;
+  };
+  std::optional<ForkUndo> fork_;
+
   cycle::Options options_;
   SchedulerConfig config_;
   std::unique_ptr<ObjectSet> cluster_;  // what the scheduler was created over
@@ -178,6 +202,8 @@ class PlacementState {
   using KeptMap = absl::flat_hash_map<std::string, KeptJson>;
   KeptMap objects_;  // non-pod objects by kind/namespace/name
   KeptMap pods_;     // every pod's JSON by namespace/name
+  // In a fork, what `into` keeps for `key` now, for RevertFork (before a call changes it).
+  void RememberForFork(const KeptMap& into, const std::string& key, bool pod);
   std::set<std::string> pending_;           // pods in the cluster without a node
   ObjectSet classes_;                       // PriorityClasses now, for pods that arrive
   bool shape_decode_ = true;

@@ -23,6 +23,11 @@ struct ServerOptions {
   std::string token;
   // host:port of the Prometheus metrics page (plain HTTP, GET /metrics); empty: none.
   std::string metrics_listen;
+  // States kept beside the primary for reads and forks (serve::StatePool); 0: every call
+  // on the one state, in turn, and no forks.
+  int32_t replicas = 2;
+  int32_t forks_per_client = 4;    // open forks one client address may hold
+  int64_t fork_ttl_seconds = 60;   // a fork's idle lifetime when the Fork call names none
 };
 
 /** @brief Checks `options` before serving: addresses are HOST:PORT with a port from 0 to

@@ -71,9 +71,11 @@ absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* sch
                                                            bool first_fit = false);
 
 /** @brief The first node of `order` (names; empty: scan order) that `pod` passes Filter
- *  on, Cluster Autoscaler's predicate check; nullopt when none. Nothing changes. */
+ *  on, Cluster Autoscaler's predicate check; nullopt when none. Nothing changes, unless
+ *  `reserve`: then the pod is bound there (Scheduler::Assume), so the next check counts it,
+ *  as Cluster Autoscaler reserves a fitted pod in its snapshot; a transaction undoes it. */
 absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
-                                                    std::vector<std::string> order = {});
+                                                    std::vector<std::string> order = {}, bool reserve = false);
 
 struct ScaleUpOptions {
   /** New nodes the plan may add, over all templates (Cluster Autoscaler's estimation

@@ -1,9 +1,10 @@
 """PlacementClient: kplace's placement service (`kplace serve`, kplace.v1.Placement) from Python."""
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
@@ -20,7 +21,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 256 << 20
 _Reply = TypeVar("_Reply")
 # The requests that name the state they expect (expected_revision, expected_instance).
 _Request = TypeVar("_Request", "pb.ApplyRequest", "pb.ScheduleRequest", "pb.EvaluateRequest", "pb.DrainRequest",
-                   "pb.ConsolidateRequest", "pb.ReplicasRequest", "pb.FitsRequest")
+                   "pb.ConsolidateRequest", "pb.ReplicasRequest", "pb.FitsRequest", "pb.ForkRequest")
 
 
 class KplaceError(Exception):
@@ -138,35 +139,39 @@ class PlacementClient:
         return self._call("Reset", self.stub.Reset, pb.ResetRequest(objects=objects_text(objects), config=config))
 
     def apply(self, events: Iterable[Union[str, Mapping[str, Any]]], *, expected_revision: Optional[int] = None,
-              expected_instance: Optional[str] = None) -> pb.ApplyResponse:
+              expected_instance: Optional[str] = None, fork: Optional[str] = None) -> pb.ApplyResponse:
         """Applies watch events (``{"type": "ADDED|MODIFIED|DELETED", "object": {...}}``, as text or
-        mappings) in order, all or none."""
+        mappings) in order, all or none; to `fork` (a `fork()` handle) instead of the state when given."""
         texts = [e if isinstance(e, str) else json.dumps(e) for e in events]
-        req = _expecting(pb.ApplyRequest(events=texts), expected_revision, expected_instance)
+        req = _expecting(pb.ApplyRequest(events=texts, fork=fork or ""), expected_revision, expected_instance)
         return self._call("Apply", self.stub.Apply, req)
 
     def schedule(self, pods: Objects, *, dry_run: bool = False, explain: bool = False,
-                 expected_revision: Optional[int] = None, expected_instance: Optional[str] = None) -> pb.ScheduleResponse:
+                 expected_revision: Optional[int] = None, expected_instance: Optional[str] = None,
+                 fork: Optional[str] = None) -> pb.ScheduleResponse:
         """Schedules pending pods in queue order: COMMIT binds the placed ones, `dry_run` decides
         the same and changes nothing. PodGroups (scheduling.k8s.io/v1beta1) may come with the
         pods: with the server's GenericWorkload gate their members are decided as kube-scheduler
         decides a PodGroup (gangs all or nothing; each group's outcome in `gangs`). `explain`
         fills each placement's `explanation` (JSON, as `kplace explain` writes it)."""
-        req = pb.ScheduleRequest(pods=objects_text(pods), mode=pb.DRY_RUN if dry_run else pb.COMMIT, explain=explain)
+        req = pb.ScheduleRequest(pods=objects_text(pods), mode=pb.DRY_RUN if dry_run else pb.COMMIT, explain=explain,
+                                 fork=fork or "")
         _expecting(req, expected_revision, expected_instance)
         return self._call("Schedule", self.stub.Schedule, req)
 
     # --- reads -------------------------------------------------------------------------
 
     def evaluate(self, pods: Objects, *, explain: bool = False, expected_revision: Optional[int] = None,
-                 expected_instance: Optional[str] = None, max_chunk_bytes: int = 0) -> pb.EvaluateResponse:
+                 expected_instance: Optional[str] = None, max_chunk_bytes: int = 0,
+                 fork: Optional[str] = None) -> pb.EvaluateResponse:
         """Which of these pods could start now: each decided alone, nothing changes.
 
         Read through EvaluateStream (messages of at most `max_chunk_bytes`, 0: the server's 1 MiB),
         so long explanations need no raised receive limit; the unary Evaluate where the server
         has no EvaluateStream. Either way the reply is one EvaluateResponse.
         """
-        req = pb.EvaluateRequest(pods=objects_text(pods), explain=explain, max_chunk_bytes=max_chunk_bytes)
+        req = pb.EvaluateRequest(pods=objects_text(pods), explain=explain, max_chunk_bytes=max_chunk_bytes,
+                                 fork=fork or "")
         _expecting(req, expected_revision, expected_instance)
         chunks = self._stream("EvaluateStream", self.stub.EvaluateStream, req)
         if chunks is None:
@@ -183,16 +188,16 @@ class PlacementClient:
                 whole.results[-1].explanation += chunk.explanation_continued
         return whole
 
-    def snapshot(self, *, max_chunk_bytes: int = 0) -> Snapshot:
+    def snapshot(self, *, max_chunk_bytes: int = 0, fork: Optional[str] = None) -> Snapshot:
         """The cluster's objects at one revision, as one v1 List.
 
         Read through SnapshotStream (Lists of at most `max_chunk_bytes`, 0: the server's 1 MiB;
         their items joined in order), the unary Snapshot where the server has no SnapshotStream.
         """
-        req = pb.SnapshotRequest(max_chunk_bytes=max_chunk_bytes)
+        req = pb.SnapshotRequest(max_chunk_bytes=max_chunk_bytes, fork=fork or "")
         chunks = self._stream("SnapshotStream", self.stub.SnapshotStream, req)
         if chunks is None:
-            whole = self._call("Snapshot", self.stub.Snapshot, pb.SnapshotRequest())
+            whole = self._call("Snapshot", self.stub.Snapshot, pb.SnapshotRequest(fork=fork or ""))
             return Snapshot(whole.revision, whole.instance, json.loads(whole.objects), 1)
         items: List[Any] = []
         first = pb.SnapshotResponse()
@@ -206,43 +211,81 @@ class PlacementClient:
         return Snapshot(first.revision, first.instance, {"apiVersion": "v1", "kind": "List", "items": items}, count)
 
     # --- what-ifs (docs/whatif.md): the state and revision do not change ---------------
+    # Each also runs on a fork when `fork` names one (its reservations included).
 
     def drain(self, nodes: Sequence[str], *, expected_revision: Optional[int] = None,
-              expected_instance: Optional[str] = None) -> pb.DrainResponse:
+              expected_instance: Optional[str] = None, fork: Optional[str] = None) -> pb.DrainResponse:
         """Drains `nodes` in a transaction that is undone: where their pods would go, the
         PodDisruptionBudgets it breaks, drainable or not."""
-        req = _expecting(pb.DrainRequest(nodes=list(nodes)), expected_revision, expected_instance)
+        req = _expecting(pb.DrainRequest(nodes=list(nodes), fork=fork or ""), expected_revision, expected_instance)
         return self._call("Drain", self.stub.Drain, req)
 
     def consolidate(self, candidates: Sequence[str] = (), *, expected_revision: Optional[int] = None,
-                    expected_instance: Optional[str] = None) -> pb.ConsolidateResponse:
+                    expected_instance: Optional[str] = None, fork: Optional[str] = None) -> pb.ConsolidateResponse:
         """Each candidate node drained on its own (empty: every node): which nodes can go."""
-        req = _expecting(pb.ConsolidateRequest(candidates=list(candidates)), expected_revision, expected_instance)
+        req = _expecting(pb.ConsolidateRequest(candidates=list(candidates), fork=fork or ""), expected_revision, expected_instance)
         return self._call("Consolidate", self.stub.Consolidate, req)
 
     def replicas(self, pod: Objects, max: int, *, expected_revision: Optional[int] = None,
-                 expected_instance: Optional[str] = None) -> pb.ReplicasResponse:
+                 expected_instance: Optional[str] = None, fork: Optional[str] = None) -> pb.ReplicasResponse:
         """How many copies of `pod` (one Pod) fit, up to `max`, and on which nodes."""
-        req = _expecting(pb.ReplicasRequest(pod=objects_text(pod), max=max), expected_revision, expected_instance)
+        req = _expecting(pb.ReplicasRequest(pod=objects_text(pod), max=max, fork=fork or ""), expected_revision, expected_instance)
         return self._call("Replicas", self.stub.Replicas, req)
 
-    def fits(self, pod: Objects, nodes: Sequence[str] = (), *, first_fit: bool = False,
-             expected_revision: Optional[int] = None, expected_instance: Optional[str] = None) -> pb.FitsResponse:
+    def fits(self, pod: Objects, nodes: Sequence[str] = (), *, first_fit: bool = False, reserve: bool = False,
+             expected_revision: Optional[int] = None, expected_instance: Optional[str] = None,
+             fork: Optional[str] = None) -> pb.FitsResponse:
         """The nodes `pod` (one Pod) passes Filter on, among `nodes` (empty: every node), and
-        each other node's rejecting plugin and reason; `first_fit` stops at the first fit."""
-        req = pb.FitsRequest(pod=objects_text(pod), nodes=list(nodes), first_fit=first_fit)
+        each other node's rejecting plugin and reason; `first_fit` stops at the first fit.
+        `reserve` (in a `fork` only) also binds the pod to that first fit, so later calls count it."""
+        req = pb.FitsRequest(pod=objects_text(pod), nodes=list(nodes), first_fit=first_fit, reserve=reserve,
+                             fork=fork or "")
         _expecting(req, expected_revision, expected_instance)
         return self._call("Fits", self.stub.Fits, req)
 
     def scale_up(self, pods: Objects, node_templates: Objects, *, max_nodes: Optional[int] = None,
-                 expected_revision: Optional[int] = None, expected_instance: Optional[str] = None) -> pb.ScaleUpResponse:
+                 expected_revision: Optional[int] = None, expected_instance: Optional[str] = None,
+                 fork: Optional[str] = None) -> pb.ScaleUpResponse:
         """How many new nodes of each template (Nodes, tried in order) the pending `pods` need,
         and where each pod would go or why it stays pending (docs/whatif.md, scale-up)."""
-        req = pb.ScaleUpRequest(pods=objects_text(pods), node_templates=objects_text(node_templates))
+        req = pb.ScaleUpRequest(pods=objects_text(pods), node_templates=objects_text(node_templates), fork=fork or "")
         if max_nodes is not None:
             req.max_nodes = max_nodes
         _expecting(req, expected_revision, expected_instance)
         return self._call("ScaleUp", self.stub.ScaleUp, req)
+
+    # --- forks (docs/serve.md, "Forks") -------------------------------------------------
+
+    def fork(self, *, ttl_seconds: int = 0, expected_revision: Optional[int] = None,
+             expected_instance: Optional[str] = None) -> pb.ForkResponse:
+        """A private copy of the state at its newest revision: name `reply.fork` in any call's
+        `fork` to run it there. It lives `ttl_seconds` without a call (0: the server's default)."""
+        req = _expecting(pb.ForkRequest(ttl_seconds=ttl_seconds), expected_revision, expected_instance)
+        return self._call("Fork", self.stub.Fork, req)
+
+    def commit_fork(self, fork: str) -> pb.CommitForkResponse:
+        """Applies the fork's writes to the state, all of them, and ends the fork. Raises
+        KplaceError FAILED_PRECONDITION when the state was written since the fork was made."""
+        return self._call("CommitFork", self.stub.CommitFork, pb.ForkHandle(fork=fork))
+
+    def discard_fork(self, fork: str) -> pb.DiscardForkResponse:
+        """Ends the fork; the state never saw it."""
+        return self._call("DiscardFork", self.stub.DiscardFork, pb.ForkHandle(fork=fork))
+
+    @contextlib.contextmanager
+    def forked(self, *, ttl_seconds: int = 0, expected_revision: Optional[int] = None,
+               expected_instance: Optional[str] = None) -> Iterator[str]:
+        """``with kp.forked() as f:`` a fork's handle, discarded on leaving unless committed."""
+        handle = self.fork(ttl_seconds=ttl_seconds, expected_revision=expected_revision,
+                           expected_instance=expected_instance).fork
+        try:
+            yield handle
+        finally:
+            try:
+                self.discard_fork(handle)
+            except KplaceError as e:
+                if e.code != grpc.StatusCode.NOT_FOUND:  # committed, or expired: nothing to end
+                    raise
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -251,7 +294,7 @@ class PlacementClient:
             reply: _Reply = method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise _error(name, e) from e
-        self._remember(reply)
+        self._remember(reply, request)
         return reply
 
     def _stream(self, name: str, method: Callable[..., Any], request: Any) -> Optional[Iterable[Any]]:
@@ -263,13 +306,13 @@ class PlacementClient:
             if e.code() == grpc.StatusCode.UNIMPLEMENTED:
                 return None
             raise _error(name, e) from e
-        return self._rest(name, first, stream)
+        return self._rest(name, first, stream, request)
 
-    def _rest(self, name: str, first: Any, stream: Any) -> Iterable[Any]:
+    def _rest(self, name: str, first: Any, stream: Any, request: Any) -> Iterable[Any]:
         chunk = first
         try:
             while chunk is not None:
-                self._remember(chunk)
+                self._remember(chunk, request)
                 yield chunk
                 if chunk.last:
                     # Read on to the call's status, so that it ends OK rather than cancelled.
@@ -294,7 +337,9 @@ class PlacementClient:
                               f"chunk {k}: revision {chunk.revision} of instance {chunk.instance}, "
                               f"chunk 0 was revision {whole.revision} of instance {whole.instance}")
 
-    def _remember(self, reply: Any) -> None:
+    def _remember(self, reply: Any, request: Any) -> None:
+        if getattr(request, "fork", "") and not isinstance(request, pb.ForkHandle):
+            return  # a fork's revision is not the state's
         self.revision, self.instance = reply.revision, reply.instance
 
 
