@@ -55,11 +55,19 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
                                                             bool first_fit) {
   KPLACE_ASSIGN_OR_RETURN(const size_t ev_index, PendingProfile(pod));
   std::vector<NodeIndex> rows;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    const NodeIndex i = state_.Row(nodes[k]);
-    if (i == engine::kNoId) return absl::InvalidArgumentError(StrCat("nodes[", k, "]: Node ", nodes[k], " is not in the cluster"));
-    rows.push_back(i);
+  if (nodes.empty()) {  // every node in scan order: no name to look up
+    rows.assign(state_.order().begin(), state_.order().end());
+  } else {
+    rows.reserve(nodes.size());
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const NodeIndex i = state_.Row(nodes[k]);
+      if (i == engine::kNoId) return absl::InvalidArgumentError(StrCat("nodes[", k, "]: Node ", nodes[k], " is not in the cluster"));
+      rows.push_back(i);
+    }
   }
+  auto name = [&](size_t k) -> const std::string& {
+    return nodes.empty() ? state_.objects().nodes[rows[k]].meta.name : nodes[k];
+  };
   const OnOneThread serial(!options_.reference && options_.backend == engine::Backend::kOmp);
   if (!batches_.empty()) RestartBatch(ev_index);  // the evaluator takes this pod: a run starts again
   Evaluator* ev = evaluators_[ev_index].get();
@@ -67,7 +75,8 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
   std::vector<NodeFit> out;
   if (!pre.status.IsSuccess()) {
     const std::string plugin = pre.rejectors.empty() ? "" : pre.rejectors[0];
-    for (const std::string& n : nodes) out.push_back(NodeFit{n, pre.status, plugin});
+    out.reserve(rows.size());
+    for (size_t k = 0; k < rows.size(); ++k) out.push_back(NodeFit{name(k), pre.status, plugin});
     return out;
   }
   std::vector<NodeIndex> candidates;
@@ -80,8 +89,9 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
   }
   std::unique_ptr<ReferenceDryRunHost> host;
   const std::vector<bool> nominated_on = NominatedFor(pod);
+  out.reserve(first_fit ? 1 : rows.size());
   for (size_t k = 0; k < rows.size(); ++k) {
-    NodeFit fit{nodes[k], PluginStatus::Success(), ""};
+    NodeFit fit{name(k), PluginStatus::Success(), ""};
     if (pre.restricted && !std::binary_search(pre.allowed.begin(), pre.allowed.end(), rows[k])) {
       fit.status = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, pre.absent_reason);
     } else {

@@ -118,7 +118,7 @@ class Planner {
         continue;
       }
       if (on_existing) {
-        KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler_->Filter(pod, st_.NodeOrder(), true));
+        KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler_->Filter(pod, {}, true));
         if (!fits.empty() && fits.back().status.IsSuccess()) {
           KPLACE_RETURN_IF_ERROR(Place(pod, fits.back().node));
           continue;

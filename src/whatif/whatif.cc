@@ -145,8 +145,7 @@ absl::StatusOr<ReplicasResult> Replicas(cycle::Scheduler* scheduler, const Pod& 
 
 absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* scheduler, const Pod& pod,
                                                            std::vector<std::string> candidates, bool first_fit) {
-  if (candidates.empty()) candidates = scheduler->state().NodeOrder();
-  return scheduler->Filter(pod, candidates, first_fit);
+  return scheduler->Filter(pod, candidates, first_fit);  // none: every node in scan order
 }
 
 absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,

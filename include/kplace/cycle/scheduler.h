@@ -218,7 +218,8 @@ class Scheduler {
    *  with the bound ones against minCount). One result per member, in order. */
   virtual std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
                                                   int64_t pending_members) = 0;
-  /** @brief PreFilter, then Filter on each of `nodes` (names, in the order given) as a
+  /** @brief PreFilter, then Filter on each of `nodes` (names, in the order given; empty:
+   *  every node in scan order) as a
    *  scheduling cycle filters them, pending pods nominated there counted
    *  (RunFilterPluginsWithNominatedPods). With `first_fit`, stops after the first node that
    *  fits (Cluster Autoscaler's predicate check). A node PreFilter rules out gets its
