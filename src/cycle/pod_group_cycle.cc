@@ -84,7 +84,7 @@ std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queue
       return StrCat("all pods in a single pod group should have the same priority as the pod group's priority, got ",
                     priority, " and ", group_priority);
     }
-    if (std::string(PreemptionPolicyName(pod)) != policy) {
+    if (std::string_view(PreemptionPolicyName(pod)) != policy) {
       return StrCat("all pods in a single pod group should have the same preemption policy, got ",
                     PreemptionPolicyName(pod), " and ", policy);
     }
@@ -131,6 +131,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
   const std::vector<const Pod*> bound = state_.PodGroupMembers(group);
   // PreEnqueue: the profile's plugins, then GangScheduling's (appended to the profile).
   std::vector<size_t> queued;
+  queued.reserve(members.size());
   std::vector<size_t> profile_of(members.size());
   for (size_t m = 0; m < members.size(); ++m) {
     const Pod& pod = *members[m];
@@ -173,6 +174,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
   };
 
   std::vector<const Pod*> pods;
+  pods.reserve(queued.size());
   for (size_t m : queued) pods.push_back(members[m]);
   if (std::string e = Invalid(GroupPriority(*pg, objects()), pods, bound); !e.empty()) {
     for (size_t m : queued) {
@@ -198,7 +200,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     in_pod_group_ = true;
     for (size_t m : queued) {
       Placement admitted;
-      admitted.pod = out[m].pod;
+      admitted.pod = std::move(out[m].pod);  // the result takes its place
       out[m] = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(admitted));
       ++evaluated;
       const bool fits = !out[m].node.empty();
