@@ -109,9 +109,24 @@ class NodeVolumeLimits final : public engine::Plugin {
   // A pod without counted volumes changed nothing; otherwise the plugin is built again
   // (a node's count is of distinct volumes, shared with its other pods and attachments).
   // Limits come from the node's CSINode (by name) and its pods, not from the Node object. A
-  // node that left keeps its row (never read); one that comes back is counted afresh.
+  // node that left keeps its row (never read); one that comes back (a drain undone) takes
+  // its row as a new node would, before its pods are bound again.
   bool OnNodeUpdate(NodeIndex node, const Node& old, const Snapshot& s) override {
-    return !old.meta.name.empty() || s.node(node).meta.name.empty();
+    if (!old.meta.name.empty() || s.node(node).meta.name.empty()) return true;
+    const StorageObjects& st = cache_.Get(s.objects());
+    if (Attached(s.node(node).meta.name, st) || !s.pods_on(node).empty()) return false;
+    pod_keys_[node].clear();
+    va_keys_[node].clear();
+    has_csinode_.Set(node, 0);
+    has_limits_.Set(node, 0);
+    error_.Set(node, -1);
+    for (size_t d = 0; d < slots_.size(); ++d) {
+      limit_.Set(d * n_ + node, -1);
+      installed_.Set(d * n_ + node, 0);
+      count_.Set(d * n_ + node, 0);
+    }
+    SetCsiNode(node, s.node(node).meta.name, st, /*upload=*/true);
+    return true;
   }
 
   // The per-driver columns are laid out driver-major with n nodes each: laid out again with
@@ -119,9 +134,7 @@ class NodeVolumeLimits final : public engine::Plugin {
   bool OnNodeAdd(NodeIndex node, const Snapshot& s) override {
     const StorageObjects& st = cache_.Get(s.objects());
     const std::string& name = s.node(node).meta.name;
-    for (const VolumeAttachment& va : st.attachments) {
-      if (va.node_name == name) return false;
-    }
+    if (Attached(name, st)) return false;
     const int32_t old_n = n_;
     n_ = s.num_nodes();
     auto restride = [&](auto& column, auto fill) {
@@ -143,17 +156,7 @@ class NodeVolumeLimits final : public engine::Plugin {
     error_.Push(-1);
     pod_keys_.emplace_back();
     va_keys_.emplace_back();
-    if (const CSINode* c = st.FindCsiNode(name)) {
-      has_csinode_.host[node] = 1;
-      for (const CSINodeDriver& drv : c->drivers) {
-        const size_t at = slots_.at(drv.name) * n_ + node;
-        installed_.host[at] = 1;
-        if (drv.allocatable_count) {
-          limit_.host[at] = static_cast<int32_t>(*drv.allocatable_count);
-          has_limits_.host[node] = 1;
-        }
-      }
-    }
+    SetCsiNode(node, name, st, /*upload=*/false);
     if (has_csinode_.host[node]) {
       has_csinode_.Set(node, 1);
       has_limits_.Set(node, has_limits_.host[node]);
@@ -163,6 +166,36 @@ class NodeVolumeLimits final : public engine::Plugin {
       for (auto* c : {&limit_, &count_}) c->Upload();
     }
     return true;
+  }
+
+  static bool Attached(const std::string& node, const StorageObjects& st) {
+    for (const VolumeAttachment& va : st.attachments) {
+      if (va.node_name == node) return true;
+    }
+    return false;
+  }
+
+  // Row `node`'s limits and installed drivers from the CSINode of its name (when there is
+  // one), over a row that has none; `upload` writes each changed cell through.
+  void SetCsiNode(NodeIndex node, const std::string& name, const StorageObjects& st, bool upload) {
+    const CSINode* c = st.FindCsiNode(name);
+    if (!c) return;
+    auto set = [&](auto& column, size_t at, auto v) {
+      if (upload) {
+        column.Set(at, v);
+      } else {
+        column.host[at] = v;
+      }
+    };
+    set(has_csinode_, node, uint8_t{1});
+    for (const CSINodeDriver& drv : c->drivers) {
+      const size_t at = slots_.at(drv.name) * n_ + node;
+      set(installed_, at, uint8_t{1});
+      if (drv.allocatable_count) {
+        set(limit_, at, static_cast<int32_t>(*drv.allocatable_count));
+        set(has_limits_, node, uint8_t{1});
+      }
+    }
   }
 
   bool OnUnbind(const Pod& pod, NodeIndex node, const Snapshot& s) override { return CountsNothing(pod, node, s); }

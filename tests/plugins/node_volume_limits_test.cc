@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "kplace/config/config.h"
+#include "kplace/cycle/scheduler.h"
+#include "kplace/state/event.h"
 #include "tests/testing/volume_builders.h"
 
 namespace kplace {
@@ -307,6 +310,70 @@ void RunSequence(uint64_t seed, int nodes, int existing, int incoming) {
 TEST(NodeVolumeLimitsTest, EngineMatchesReferenceRandomized) {
   for (uint64_t seed = 1; seed <= 20; ++seed) RunSequence(seed, 1 + static_cast<int>(seed % 6), 10, 20);
   RunSequence(77, 40, 80, 30);
+}
+
+// A node deleted inside a transaction and brought back by its revert (a drain what-if)
+// takes its row back in place: every node's verdict is then a fresh scheduler's, through
+// the cycle's own Filter (the default profile runs NodeVolumeLimits), and so is the verdict
+// with the node gone.
+TEST(NodeVolumeLimitsTest, NodeDeletedAndRevertedDecidesAsAFreshState) {
+  int64_t limited = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    Gen g(seed);
+    const int nodes = 2 + g.Int(0, 12);
+    ObjectSet c = g.Cluster(nodes);
+    for (Node& n : c.nodes) {  // room for pods: only volumes limit them
+      ObjectSet room;
+      Add(&room, {{"kind", "Node"},
+                  {"metadata", {{"name", n.meta.name}}},
+                  {"status", {{"allocatable", {{"pods", "110"}, {"cpu", "64"}, {"memory", "256Gi"}}}}}});
+      n.allocatable = room.nodes[0].allocatable;
+    }
+    for (int k = 0; k < 3 * nodes; ++k) {
+      Pod p = g.RandomPod("e" + std::to_string(k));
+      p.node_name = "n" + std::to_string(g.Int(0, nodes - 1));
+      c.pods.push_back(p);
+    }
+    auto s = cycle::Scheduler::Create(c, DefaultSchedulerConfig(), cycle::Options{});
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto verdicts = [&](cycle::Scheduler& sched, const Pod& pod) {
+      auto fits = sched.Filter(pod, {}, false);
+      EXPECT_TRUE(fits.ok()) << fits.status();
+      std::string out;
+      for (const cycle::NodeFit& f : *fits) {
+        out += f.node + ": " + f.plugin + " " + f.status.Message() + "\n";
+        limited += f.plugin == kPlugin;
+      }
+      return out;
+    };
+    for (int round = 0; round < 3; ++round) {
+      const std::string gone = "n" + std::to_string(g.Int(0, nodes - 1));
+      ASSERT_TRUE((*s)->state().Begin().ok());
+      ASSERT_TRUE((*s)->state().Apply(state::NodeEvent(state::EventType::kDeleted, c.nodes[std::stoi(gone.substr(1))])).ok());
+      ObjectSet without = c;
+      without.nodes.erase(without.nodes.begin() + std::stoi(gone.substr(1)));
+      std::vector<Pod> kept;
+      for (const Pod& p : without.pods) {
+        if (p.node_name != gone) kept.push_back(p);
+      }
+      without.pods = kept;
+      auto fresh_without = cycle::Scheduler::Create(without, DefaultSchedulerConfig(), cycle::Options{});
+      ASSERT_TRUE(fresh_without.ok());
+      const Pod probe = g.RandomPod("probe" + std::to_string(round));
+      std::string a = verdicts(**s, probe), b = verdicts(**fresh_without, probe);
+      ASSERT_EQ(a, b) << "seed " << seed << " without " << gone;
+      ASSERT_TRUE((*s)->state().Revert().ok());
+      auto fresh = cycle::Scheduler::Create(c, DefaultSchedulerConfig(), cycle::Options{});
+      ASSERT_TRUE(fresh.ok());
+      for (int k = 0; k < 4; ++k) {
+        const Pod pod = g.RandomPod("probe" + std::to_string(round) + "-" + std::to_string(k));
+        a = verdicts(**s, pod);
+        b = verdicts(**fresh, pod);
+        ASSERT_EQ(a, b) << "seed " << seed << " after " << gone << " came back";
+      }
+    }
+  }
+  EXPECT_GT(limited, 20);
 }
 
 TEST(NodeVolumeLimitsTest, CudaMatchesOmpAcrossBinds) {
