@@ -290,6 +290,37 @@ void BM_ServiceWhatIfClients(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * clients * kCalls);
 }
+// Consolidate of every node through the service: range(0) nodes with 10 pods each
+// (UniformCluster), a server with range(1) replicas, which share the candidates (0: the
+// one state does them all). Items = candidates.
+void BM_ServiceConsolidate(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  ServerOptions o;
+  o.listen = "127.0.0.1:0";
+  o.replicas = static_cast<int32_t>(state.range(1));
+  auto server = LocalServer::Start(o);
+  if (!server.ok()) return state.SkipWithError("cannot start the server");
+  auto stub = v1::Placement::NewStub(
+      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    v1::ResetRequest req;
+    req.set_objects(UniformCluster(nodes, 10 * nodes));
+    v1::ResetResponse resp;
+    if (!stub->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the replicas replay the Reset
+  for (auto _ : state) {
+    grpc::ClientContext ctx;
+    v1::ConsolidateResponse resp;
+    if (!stub->Consolidate(&ctx, v1::ConsolidateRequest(), &resp).ok() || resp.candidates_size() != nodes) {
+      return state.SkipWithError("Consolidate failed");
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(nodes) * state.iterations());
+}
+BENCHMARK(BM_ServiceConsolidate)->Args({1000, 0})->Args({1000, 2})->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 BENCHMARK(BM_ServiceWhatIfClients)
     ->Args({5000, 1, 2})
     ->Args({5000, 8, 2})

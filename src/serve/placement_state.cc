@@ -610,9 +610,10 @@ absl::StatusOr<whatif::DrainResult> PlacementState::Drain(const std::vector<std:
 }
 
 absl::StatusOr<std::vector<whatif::DrainResult>> PlacementState::Consolidate(const std::vector<std::string>& candidates,
-                                                                             const Precondition& expected) {
+                                                                             const Precondition& expected, size_t part,
+                                                                             size_t parts) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
-  return whatif::Consolidate(scheduler_.get(), candidates);
+  return whatif::Consolidate(scheduler_.get(), candidates, {}, part, parts);
 }
 
 absl::StatusOr<whatif::ReplicasResult> PlacementState::Replicas(std::string_view pod, int64_t max, const Precondition& expected) {

@@ -4,12 +4,11 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -127,14 +126,26 @@ class PlacementService final : public v1::Placement::Service {
   }
   grpc::Status Consolidate(grpc::ServerContext* ctx, const v1::ConsolidateRequest* req,
                            v1::ConsolidateResponse* resp) override {
+    // The candidates are independent what-ifs on one state: shared among the free replicas.
     return Observed("Consolidate", [&] {
-      return WhatIf(ctx, *req, resp,
-                    [&](PlacementState& s, const Precondition& e) {
-                      return s.Consolidate({req->candidates().begin(), req->candidates().end()}, e);
-                    },
-                    [&](const std::vector<whatif::DrainResult>& all) {
-                      for (const whatif::DrainResult& r : all) FillDrain(r, resp->add_candidates());
-                    });
+      if (grpc::Status a = Authorize(ctx); !a.ok()) return a;
+      const std::vector<std::string> candidates(req->candidates().begin(), req->candidates().end());
+      std::vector<std::vector<whatif::DrainResult>> shares(std::max<size_t>(1, pool_.replicas()));
+      std::atomic<uint64_t> revision{0};
+      const absl::Status s = pool_.ReadShared(
+          req->fork(), Expected(*req), shares.size(),
+          [&](PlacementState& state, const Precondition& e, size_t part, size_t parts) {
+            KPLACE_ASSIGN_OR_RETURN(shares[part], state.Consolidate(candidates, e, part, parts));
+            revision = state.revision();
+            return absl::OkStatus();
+          });
+      if (!s.ok()) return ToGrpc(s);
+      resp->set_revision(revision);
+      resp->set_instance(pool_.instance());
+      for (const auto& share : shares) {
+        for (const whatif::DrainResult& r : share) FillDrain(r, resp->add_candidates());
+      }
+      return grpc::Status::OK;
     });
   }
   grpc::Status Replicas(grpc::ServerContext* ctx, const v1::ReplicasRequest* req, v1::ReplicasResponse* resp) override {
@@ -318,7 +329,7 @@ class PlacementService final : public v1::Placement::Service {
     return grpc::Status::OK;
   }
 
-  // The streams read the state under the lock, then write outside it: a slow reader holds
+  // The streams read the state, then write after letting it go: a slow reader holds
   // up no other call.
   grpc::Status DoSnapshotStream(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
                                 grpc::ServerWriter<v1::SnapshotChunk>* writer) {

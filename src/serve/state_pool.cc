@@ -210,16 +210,21 @@ void StatePool::Release(Replica* r) {
   changed_.notify_all();
 }
 
-absl::Status StatePool::CatchUp(Replica* r) {
+absl::Status StatePool::CatchUp(Replica* r, uint64_t upto) {
   std::vector<std::shared_ptr<const Write>> todo;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    size_t start = log_.size();
+    size_t start = log_.size(), end = log_.size();
     for (size_t k = log_.size(); k-- > 0 && log_[k]->seq > r->seq;) {
+      if (log_[k]->seq > upto) {
+        end = k;
+        start = k;
+        continue;
+      }
       start = k;
       if (log_[k]->kind == Write::kReset) break;  // what came before it does not matter
     }
-    todo.assign(log_.begin() + static_cast<std::ptrdiff_t>(start), log_.end());
+    todo.assign(log_.begin() + static_cast<std::ptrdiff_t>(start), log_.begin() + static_cast<std::ptrdiff_t>(end));
   }
   for (const auto& w : todo) {
     absl::Status s = Replay(r->state.get(), *w);
@@ -428,6 +433,50 @@ absl::Status StatePool::Read(const std::string& fork, const Precondition& expect
   Lease lease(this, r);
   KPLACE_RETURN_IF_ERROR(CatchUp(r));
   return read(*r->state, RevisionOnly(expected));
+}
+
+absl::Status StatePool::ReadShared(
+    const std::string& fork, const Precondition& expected, size_t parts,
+    const std::function<absl::Status(PlacementState&, const Precondition&, size_t, size_t)>& read) {
+  if (parts <= 1 || !fork.empty()) {
+    return Read(fork, expected, [&](PlacementState& s, const Precondition& e) { return read(s, e, 0, 1); });
+  }
+  KPLACE_RETURN_IF_ERROR(CheckInstance(expected));
+  std::vector<Replica*> held;
+  std::vector<std::shared_ptr<OpenFork>> ended;
+  uint64_t upto = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ended = ExpireLocked();
+    if (Replica* first = AcquireLocked(&lock)) {
+      held.push_back(first);
+      for (const auto& r : replicas_) {  // the others that are free now: no waiting for more
+        if (held.size() == parts) break;
+        if (r->state && !r->busy) {
+          r->busy = true;
+          held.push_back(r.get());
+        }
+      }
+    }
+    upto = seq_;
+  }
+  EndForks(std::move(ended));
+  if (held.empty()) {
+    std::unique_lock<std::shared_mutex> write(write_mu_);
+    return read(primary_, expected, 0, 1);
+  }
+  std::vector<std::unique_ptr<Lease>> leases;
+  for (Replica* r : held) leases.push_back(std::make_unique<Lease>(this, r));
+  for (Replica* r : held) KPLACE_RETURN_IF_ERROR(CatchUp(r, upto));
+  std::vector<absl::Status> status(held.size());
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < held.size(); ++k) {
+    threads.emplace_back([&, k] { status[k] = read(*held[k]->state, RevisionOnly(expected), k, held.size()); });
+  }
+  status[0] = read(*held[0]->state, RevisionOnly(expected), 0, held.size());
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : status) KPLACE_RETURN_IF_ERROR(s);
+  return absl::OkStatus();
 }
 
 absl::Status StatePool::Snapshot(const std::string& fork, nlohmann::json* list, uint64_t* revision) {

@@ -92,15 +92,17 @@ absl::StatusOr<DrainResult> Drain(cycle::Scheduler* scheduler, const std::vector
 }
 
 absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates,
-                                                     const std::function<void(size_t, size_t)>& done) {
+                                                     const std::function<void(size_t, size_t)>& done, size_t part,
+                                                     size_t parts) {
   if (candidates.empty()) candidates = scheduler->state().NodeOrder();
+  const size_t first = candidates.size() * part / parts, end = candidates.size() * (part + 1) / parts;
   std::vector<DrainResult> out;
-  out.reserve(candidates.size());
-  for (size_t k = 0; k < candidates.size(); ++k) {
+  out.reserve(end - first);
+  for (size_t k = first; k < end; ++k) {
     absl::StatusOr<DrainResult> r = Drain(scheduler, {candidates[k]});
     if (!r.ok()) return absl::Status(r.status().code(), StrCat("candidates[", k, "]: ", r.status().message()));
     out.push_back(std::move(*r));
-    if (done) done(k + 1, candidates.size());
+    if (done) done(k + 1 - first, end - first);
   }
   return out;
 }

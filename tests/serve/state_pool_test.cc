@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 
 namespace kplace::serve {
@@ -377,6 +378,61 @@ TEST(StatePoolTest, ForksCommitDiscardAndExpire) {
     ASSERT_TRUE(pool.Discard(stale->id).ok());
     EXPECT_EQ(pool.forks(), 0);
   }
+}
+
+std::string Drains(const std::vector<whatif::DrainResult>& all) {
+  std::string out;
+  for (const whatif::DrainResult& r : all) {
+    out += StrCat(r.nodes[0], r.drainable ? " drainable\n" : " stays\n");
+    for (const cycle::Placement& p : r.pods) out += StrCat("  ", p.pod, "@", p.node, " ", p.message, "\n");
+  }
+  return out;
+}
+
+// Consolidation in shares on the replicas, side by side, is the one state's consolidation:
+// every candidate's drain from the same state, in order; and its errors name the candidate
+// by its place in the whole list.
+TEST(StatePoolTest, ConsolidateInSharesEqualsOneState) {
+  int split = 0;  // runs that took both replicas (the background catch-up may hold one)
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    std::mt19937_64 rng(seed * 5);
+    const int nodes = 10 + static_cast<int>(rng() % 15);
+    const std::string cluster = Cluster(rng, nodes);
+    StatePool pool({}, 2);
+    PlacementState plain;
+    ASSERT_TRUE(pool.Reset(cluster, "").ok());
+    ASSERT_TRUE(plain.Reset(cluster, "").ok());
+    int serial = 0;
+    for (int step = 0; step < 3; ++step) {
+      const RandomWrite w = MakeWrite(rng, nodes, &serial, false);
+      ASSERT_EQ(Do(pool, "", w), Do(plain, w));
+      for (const std::vector<std::string>& candidates :
+           {std::vector<std::string>{}, std::vector<std::string>{"n3", "n0", "n5", "n1", "n2"}}) {
+        auto want = plain.Consolidate(candidates, std::nullopt);
+        ASSERT_TRUE(want.ok()) << want.status();
+        std::vector<std::vector<whatif::DrainResult>> shares(2);
+        std::atomic<int> used{0};
+        const absl::Status s = pool.ReadShared("", std::nullopt, 2,
+                                               [&](PlacementState& state, const Precondition& e, size_t part, size_t parts) {
+                                                 ++used;
+                                                 EXPECT_LE(parts, 2u);
+                                                 KPLACE_ASSIGN_OR_RETURN(shares[part], state.Consolidate(candidates, e, part, parts));
+                                                 return absl::OkStatus();
+                                               });
+        ASSERT_TRUE(s.ok()) << s;
+        EXPECT_EQ(Drains(shares[0]) + Drains(shares[1]), Drains(*want)) << "seed " << seed << " step " << step;
+        EXPECT_GE(used.load(), 1);
+        split += used.load() == 2;
+      }
+    }
+    const absl::Status bad = pool.ReadShared("", std::nullopt, 2, [&](PlacementState& state, const Precondition& e, size_t part, size_t parts) {
+      return state.Consolidate({"n0", "n1", "n2", "nope"}, e, part, parts).status();
+    });
+    EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
+    EXPECT_NE(std::string(bad.message()).find("candidates[3]"), std::string::npos) << bad;
+    EXPECT_EQ(SnapshotOf(pool), SnapshotOf(plain));
+  }
+  EXPECT_GT(split, 0);
 }
 
 TEST(StatePoolTest, ForkLimitsAndErrors) {

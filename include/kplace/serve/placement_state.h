@@ -94,8 +94,10 @@ class PlacementState {
   /** What-ifs on the current state (kplace/whatif/whatif.h), undone afterwards: the
    *  state and revision do not change. `pod` is one pending Pod as Schedule reads pods. */
   absl::StatusOr<whatif::DrainResult> Drain(const std::vector<std::string>& nodes, const Precondition& expected);
+  /** `part` of `parts`: that share of the candidates (whatif::Consolidate). */
   absl::StatusOr<std::vector<whatif::DrainResult>> Consolidate(const std::vector<std::string>& candidates,
-                                                               const Precondition& expected);
+                                                               const Precondition& expected, size_t part = 0,
+                                                               size_t parts = 1);
   absl::StatusOr<whatif::ReplicasResult> Replicas(std::string_view pod, int64_t max, const Precondition& expected);
   /** With `reserve`, the pod is bound (assumed) to the first node that fits, the verdicts
    *  stop there as with `first_fit`, and the revision moves on when it found one: Cluster

@@ -73,6 +73,13 @@ class StatePool {
    *  change the state only inside a transaction it reverts. */
   absl::Status Read(const std::string& fork, const Precondition& expected,
                     const std::function<absl::Status(PlacementState&, const Precondition&)>& read);
+  /** @brief Read in shares: `read` runs once per state on every free replica (at least one,
+   *  at most `parts`), all brought to the same newest write, side by side on threads of
+   *  their own, each told its share (part, of parts); on the fork or the primary alone (one
+   *  share) as Read does. The first error is returned. */
+  absl::Status ReadShared(const std::string& fork, const Precondition& expected, size_t parts,
+                          const std::function<absl::Status(PlacementState&, const Precondition&, size_t part,
+                                                           size_t parts)>& read);
   /** Snapshot of the primary (or the fork), with its revision. */
   absl::Status Snapshot(const std::string& fork, nlohmann::json* list, uint64_t* revision);
 
@@ -129,9 +136,9 @@ class StatePool {
   // is free or will be (all forks, or none at all).
   Replica* AcquireLocked(std::unique_lock<std::mutex>* lock);
   void Release(Replica* r);
-  // Brings `r` (busy, held by the caller) to the newest write; drops it (state null) on a
-  // disagreement.
-  absl::Status CatchUp(Replica* r);
+  // Brings `r` (busy, held by the caller) to the newest write, or to write `upto`; drops it
+  // (state null) on a disagreement.
+  absl::Status CatchUp(Replica* r, uint64_t upto = UINT64_MAX);
   // Ends forks idle past their deadline (mu_ held); their replicas are reverted outside.
   std::vector<std::shared_ptr<OpenFork>> ExpireLocked();
   void EndForks(std::vector<std::shared_ptr<OpenFork>> ended);

@@ -44,9 +44,13 @@ absl::StatusOr<DrainResult> Drain(cycle::Scheduler* scheduler, const std::vector
 
 /** @brief Drain of each candidate on its own, against the otherwise unchanged state: which
  *  nodes can go and where their pods would land. `candidates` empty: every node, in
- *  node-tree order. `done` (may be empty) hears of each candidate finished: (done, total). */
+ *  node-tree order. `done` (may be empty) hears of each candidate finished: (done, total).
+ *  `part` of `parts`: only that share of the candidates, in order (the k-th of `parts`
+ *  equal runs), so that copies of one state can each take a share; errors name the
+ *  candidate's place in the whole list. */
 absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler, std::vector<std::string> candidates,
-                                                     const std::function<void(size_t, size_t)>& done = {});
+                                                     const std::function<void(size_t, size_t)>& done = {},
+                                                     size_t part = 0, size_t parts = 1);
 
 struct ReplicasResult {
   int64_t replicas = 0;                    // copies placed before the first that was not
