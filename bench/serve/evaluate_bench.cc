@@ -199,23 +199,39 @@ void BM_ApplySchedulerOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_ApplySchedulerOnly)->Arg(20000)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A `kplace serve` on loopback with `replicas`, Reset to UniformCluster(nodes, existing),
+// and a client of it; `error` says what failed.
+struct Serving {
+  Serving(int nodes, int existing, int32_t replicas) {
+    ServerOptions o;
+    o.listen = "127.0.0.1:0";
+    o.replicas = replicas;
+    server = LocalServer::Start(o);
+    if (!server.ok()) {
+      error = "cannot start the server";
+      return;
+    }
+    target = StrCat("127.0.0.1:", (*server)->port());
+    stub = v1::Placement::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    v1::ResetRequest req;
+    req.set_objects(UniformCluster(nodes, existing));
+    v1::ResetResponse resp;
+    if (!stub->Reset(&ctx, req, &resp).ok()) error = "Reset failed";
+  }
+  absl::StatusOr<std::unique_ptr<LocalServer>> server;
+  std::string target;
+  std::unique_ptr<v1::Placement::Stub> stub;
+  const char* error = nullptr;
+};
+
 // Fits (CanSchedulePod) of one SchedulingBasic pod over every node, through a `kplace serve`
 // on loopback: what a Cluster Autoscaler-style client pays per question, transport
 // included. Counters: the latency percentiles of the calls, in microseconds.
 void BM_ServiceFits(benchmark::State& state) {
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  auto server = LocalServer::Start(o);
-  if (!server.ok()) return state.SkipWithError("cannot start the server");
-  auto stub = v1::Placement::NewStub(
-      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
-  {
-    grpc::ClientContext ctx;
-    v1::ResetRequest req;
-    req.set_objects(UniformCluster(static_cast<int>(state.range(0)), 1000));
-    v1::ResetResponse resp;
-    if (!stub->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
-  }
+  Serving serving(static_cast<int>(state.range(0)), 1000, ServerOptions().replicas);
+  if (serving.error) return state.SkipWithError(serving.error);
+  auto& stub = serving.stub;
   v1::FitsRequest ask;
   ask.set_pod(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"q","namespace":"default"},"spec":{"containers":)"
               R"([{"name":"c","image":"pause","resources":{"requests":{"cpu":"100m","memory":"500Mi"}}}]}})");
@@ -242,24 +258,15 @@ BENCHMARK(BM_ServiceFits)->Arg(5000)->Iterations(1000)->Unit(benchmark::kMicrose
 // 0 (one state, calls in turn) against 2.
 void BM_ServiceWhatIfClients(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0)), clients = static_cast<int>(state.range(1));
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.replicas = static_cast<int32_t>(state.range(2));
-  auto server = LocalServer::Start(o);
-  if (!server.ok()) return state.SkipWithError("cannot start the server");
-  const std::string target = StrCat("127.0.0.1:", (*server)->port());
+  const int32_t replicas = static_cast<int32_t>(state.range(2));
+  Serving serving(nodes, 1000, replicas);
+  if (serving.error) return state.SkipWithError(serving.error);
   std::vector<std::unique_ptr<v1::Placement::Stub>> stubs;
   for (int k = 0; k < clients; ++k) {
     grpc::ChannelArguments args;
     args.SetInt("kplace.bench.client", k);  // a channel (connection) of its own
-    stubs.push_back(v1::Placement::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args)));
-  }
-  {
-    grpc::ClientContext ctx;
-    v1::ResetRequest req;
-    req.set_objects(UniformCluster(nodes, 1000));
-    v1::ResetResponse resp;
-    if (!stubs[0]->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
+    stubs.push_back(
+        v1::Placement::NewStub(grpc::CreateCustomChannel(serving.target, grpc::InsecureChannelCredentials(), args)));
   }
   v1::ReplicasRequest ask;
   ask.set_pod(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"q","namespace":"default"},"spec":{"containers":)"
@@ -268,7 +275,7 @@ void BM_ServiceWhatIfClients(benchmark::State& state) {
   constexpr int kCalls = 20;
   std::atomic<bool> failed{false};
   // Untimed: the replicas replay the Reset in the background; each client's first call.
-  for (int k = 0; k < 2 * std::max(clients, o.replicas); ++k) {
+  for (int k = 0; k < 2 * std::max(clients, replicas); ++k) {
     grpc::ClientContext ctx;
     v1::ReplicasResponse resp;
     if (!stubs[k % clients]->Replicas(&ctx, ask, &resp).ok()) return state.SkipWithError("Replicas failed");
@@ -295,20 +302,9 @@ void BM_ServiceWhatIfClients(benchmark::State& state) {
 // one state does them all). Items = candidates.
 void BM_ServiceConsolidate(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  ServerOptions o;
-  o.listen = "127.0.0.1:0";
-  o.replicas = static_cast<int32_t>(state.range(1));
-  auto server = LocalServer::Start(o);
-  if (!server.ok()) return state.SkipWithError("cannot start the server");
-  auto stub = v1::Placement::NewStub(
-      grpc::CreateChannel(StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
-  {
-    grpc::ClientContext ctx;
-    v1::ResetRequest req;
-    req.set_objects(UniformCluster(nodes, 10 * nodes));
-    v1::ResetResponse resp;
-    if (!stub->Reset(&ctx, req, &resp).ok()) return state.SkipWithError("Reset failed");
-  }
+  Serving serving(nodes, 10 * nodes, static_cast<int32_t>(state.range(1)));
+  if (serving.error) return state.SkipWithError(serving.error);
+  auto& stub = serving.stub;
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // the replicas replay the Reset
   for (auto _ : state) {
     grpc::ClientContext ctx;
