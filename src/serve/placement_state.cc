@@ -1,8 +1,9 @@
 #include "kplace/serve/placement_state.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <utility>
@@ -463,7 +464,8 @@ void PlacementState::Explain(const std::vector<Pod>& pods, ScheduleResult* out) 
 }
 
 absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, bool dry_run, const Precondition& expected,
-                                                        const std::vector<GangSpec>& request_gangs, bool explain) {
+                                                        const std::vector<GangSpec>& request_gangs, bool explain,
+                                                        bool stop_on_failure) {
   KPLACE_RETURN_IF_ERROR(Check(expected));
   if (!request_gangs.empty()) {
     return absl::InvalidArgumentError(
@@ -502,7 +504,18 @@ absl::StatusOr<ScheduleResult> PlacementState::Schedule(std::string_view text, b
       }
     }
   }
-  out.placements = scheduler_->ScheduleAll(explain ? pods : std::move(pods));  // Explain reads the pods afterwards
+  std::function<bool(const cycle::Placement&)> each;
+  if (stop_on_failure) {
+    each = [](const cycle::Placement& p) { return !p.node.empty() || p.gated || p.other_scheduler; };
+  }
+  out.placements = scheduler_->ScheduleAll(explain ? pods : std::move(pods), each);  // Explain reads the pods afterwards
+  if (stop_on_failure) {  // pods never tried have no attempt
+    const size_t all = out.placements.size();
+    out.placements.erase(std::remove_if(out.placements.begin(), out.placements.end(),
+                                        [](const cycle::Placement& p) { return p.attempts == 0; }),
+                         out.placements.end());
+    out.stopped = out.placements.size() != all;
+  }
   // Each PodGroup decided in this call, in the order its first member came.
   std::map<std::string, size_t> gang_of;
   for (const cycle::Placement& p : out.placements) {

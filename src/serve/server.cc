@@ -214,7 +214,7 @@ class PlacementService final : public v1::Placement::Service {
   }
 
  private:
-  // Every call is counted by its status code and timed, lock wait included.
+  // Every call is counted by its status code and timed, waits included.
   template <typename F>
   grpc::Status Observed(const char* call, F&& f) {
     const auto start = std::chrono::steady_clock::now();
@@ -271,10 +271,12 @@ class PlacementService final : public v1::Placement::Service {
     }
     std::vector<GangSpec> gangs;
     for (const v1::Gang& g : req->gangs()) gangs.push_back(GangSpec{g.name(), g.min_count(), {g.pods().begin(), g.pods().end()}});
-    auto r = pool_.Schedule(req->fork(), req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain());
+    auto r = pool_.Schedule(req->fork(), req->pods(), req->mode() == v1::DRY_RUN, Expected(*req), gangs, req->explain(),
+                            req->stop_on_failure());
     if (!r.ok()) return ToGrpc(r.status());
     resp->set_revision(r->revision);
     resp->set_instance(pool_.instance());
+    resp->set_stopped(r->stopped);
     const int64_t placed = Placed(r->placements);
     metrics_->PodsDecided(req->mode() == v1::DRY_RUN ? "DRY_RUN" : "COMMIT", placed,
                           static_cast<int64_t>(r->placements.size()) - placed);

@@ -131,7 +131,7 @@ absl::Status StatePool::Replay(PlacementState* state, const Write& w) {
       break;
     }
     case Write::kSchedule: {
-      KPLACE_ASSIGN_OR_RETURN(ScheduleResult r, state->Schedule(w.text, /*dry_run=*/false, {}));
+      KPLACE_ASSIGN_OR_RETURN(ScheduleResult r, state->Schedule(w.text, /*dry_run=*/false, {}, {}, false, w.stop_on_failure));
       placed = Placed(r.placements);
       break;
     }
@@ -345,11 +345,11 @@ absl::StatusOr<uint64_t> StatePool::Apply(const std::string& fork, const std::ve
 
 absl::StatusOr<ScheduleResult> StatePool::Schedule(const std::string& fork, std::string_view pods, bool dry_run,
                                                    const Precondition& expected, const std::vector<GangSpec>& gangs,
-                                                   bool explain) {
+                                                   bool explain, bool stop_on_failure) {
   if (dry_run) {
     std::optional<ScheduleResult> out;
     KPLACE_RETURN_IF_ERROR(Read(fork, expected, [&](PlacementState& s, const Precondition& e) {
-      KPLACE_ASSIGN_OR_RETURN(out, s.Schedule(pods, true, e, gangs, explain));
+      KPLACE_ASSIGN_OR_RETURN(out, s.Schedule(pods, true, e, gangs, explain, stop_on_failure));
       return absl::OkStatus();
     }));
     return std::move(*out);
@@ -357,11 +357,13 @@ absl::StatusOr<ScheduleResult> StatePool::Schedule(const std::string& fork, std:
   // A commit: even one that binds nothing may move the start index, so it is replayed.
   Write w;
   w.kind = Write::kSchedule;
+  w.stop_on_failure = stop_on_failure;
   if (!fork.empty()) {
     ForkCall call(this, fork);
     KPLACE_RETURN_IF_ERROR(call.status());
     KPLACE_RETURN_IF_ERROR(CheckInstance(expected));
-    KPLACE_ASSIGN_OR_RETURN(ScheduleResult r, call.state().Schedule(pods, false, RevisionOnly(expected), gangs, explain));
+    KPLACE_ASSIGN_OR_RETURN(ScheduleResult r,
+                            call.state().Schedule(pods, false, RevisionOnly(expected), gangs, explain, stop_on_failure));
     w.text = std::string(pods);
     w.placed = Placed(r.placements);
     w.revision = r.revision;
@@ -369,7 +371,7 @@ absl::StatusOr<ScheduleResult> StatePool::Schedule(const std::string& fork, std:
     return r;
   }
   std::unique_lock<std::shared_mutex> write(write_mu_);
-  KPLACE_ASSIGN_OR_RETURN(ScheduleResult r, primary_.Schedule(pods, false, expected, gangs, explain));
+  KPLACE_ASSIGN_OR_RETURN(ScheduleResult r, primary_.Schedule(pods, false, expected, gangs, explain, stop_on_failure));
   if (!replicas_.empty()) {
     w.text = std::string(pods);
     w.placed = Placed(r.placements);

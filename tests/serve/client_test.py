@@ -392,6 +392,17 @@ class ServeTest(unittest.TestCase):
                 call()
             self.assertEqual(e.exception.code, code, e.exception.details)
 
+    def test_stop_on_failure(self):
+        # a: 4 CPUs, b: 2. p1 fits a, p2 (3 CPUs) fits nowhere: p3 is not tried.
+        rev = self.reset_small()
+        r = self.kp.schedule([pod("p1", "3"), pod("p2", "3"), pod("p3", "1")], dry_run=True, stop_on_failure=True)
+        self.assertTrue(r.stopped)
+        self.assertEqual([(p.pod, p.node) for p in r.placements], [("default/p1", "a"), ("default/p2", "")])
+        r = self.kp.schedule([pod("p1", "3"), pod("p2", "3"), pod("p3", "1")], dry_run=True)
+        self.assertFalse(r.stopped)
+        self.assertEqual([p.node for p in r.placements], ["a", "", "b"])
+        self.assertEqual(r.revision, rev)
+
     def test_health_and_concurrent_clients(self):
         health = self.channel.unary_unary("/grpc.health.v1.Health/Check")
         self.assertEqual(health(b""), b"\x08\x01")  # status: SERVING

@@ -380,6 +380,41 @@ TEST(StatePoolTest, ForksCommitDiscardAndExpire) {
   }
 }
 
+// stop_on_failure ends at the first pod not placed: the reply holds the pods up to it, the
+// state those binds only, and a replica replays the same.
+TEST(StatePoolTest, StopOnFailureEndsAtTheFirstPodNotPlaced) {
+  StatePool pool({}, 1);
+  PlacementState plain;
+  const std::string cluster = List({NodeJson("a", 4, 0), NodeJson("b", 2, 1)});
+  ASSERT_TRUE(pool.Reset(cluster, "").ok());
+  ASSERT_TRUE(plain.Reset(cluster, "").ok());
+  // 3 CPUs fits a; 3 CPUs again fits nowhere; the 1-CPU pod after it is not tried.
+  const std::string pods = List({PodJson("s1", 3000, 0), PodJson("s2", 3000, 0), PodJson("s3", 1000, 0)});
+  auto dry = pool.Schedule("", pods, true, std::nullopt, {}, false, /*stop_on_failure=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status();
+  EXPECT_TRUE(dry->stopped);
+  ASSERT_EQ(dry->placements.size(), 2u);
+  EXPECT_EQ(dry->placements[0].node, "a");
+  EXPECT_EQ(dry->placements[1].pod, "default/s2");
+  EXPECT_EQ(dry->placements[1].node, "");
+  auto all = pool.Schedule("", pods, true, std::nullopt, {}, false, false);
+  ASSERT_TRUE(all.ok());
+  EXPECT_FALSE(all->stopped);
+  EXPECT_EQ(all->placements.size(), 3u);
+  EXPECT_EQ(all->placements[2].node, "b");
+  auto done = pool.Schedule("", pods, false, std::nullopt, {}, false, true);
+  ASSERT_TRUE(done.ok());
+  auto want = plain.Schedule(pods, false, std::nullopt, {}, false, true);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(Placements(done->placements), Placements(want->placements));
+  EXPECT_EQ(SnapshotOf(pool), SnapshotOf(plain));
+  EXPECT_EQ(AskPool(pool, "", 1), Ask(plain, std::nullopt, 1));  // the replica replayed it alike
+  auto none = pool.Schedule("", List({PodJson("s4", 500, 0)}), true, std::nullopt, {}, false, true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->stopped);
+  EXPECT_EQ(none->placements.size(), 1u);
+}
+
 std::string Drains(const std::vector<whatif::DrainResult>& all) {
   std::string out;
   for (const whatif::DrainResult& r : all) {

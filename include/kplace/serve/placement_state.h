@@ -49,6 +49,7 @@ struct ScheduleResult {
   std::vector<cycle::Placement> placements;  // queue order
   std::vector<GangResult> gangs;             // in the order their first member came
   std::vector<std::string> explanations;     // per placement, when asked: `kplace explain`'s JSON
+  bool stopped = false;  // stop_on_failure: a pod found no node and the pods after it were not tried
 };
 
 /** What a call expects of the state: the revision a reply gave (none: any), and the
@@ -84,9 +85,12 @@ class PlacementState {
    *  PodGroup cycles, as kube-scheduler decides them (docs/podgroup.md), each group's
    *  outcome in the reply's `gangs`. A commit that binds no pod, preempts none and adds no
    *  PodGroup keeps the revision. Request `gangs` are refused (INVALID_ARGUMENT): they
-   *  were the service's own rule, which PodGroups replace. */
+   *  were the service's own rule, which PodGroups replace. `stop_on_failure`: the first pod
+   *  the cycle tries and does not place ends the call; the pods after it in queue order
+   *  are not tried and not in the reply (scheduler-library's SchedulePods StopOnFailure). */
   absl::StatusOr<ScheduleResult> Schedule(std::string_view pods, bool dry_run, const Precondition& expected,
-                                          const std::vector<GangSpec>& gangs = {}, bool explain = false);
+                                          const std::vector<GangSpec>& gangs = {}, bool explain = false,
+                                          bool stop_on_failure = false);
   /** @brief Each of `pods` decided alone against the current state (no binds between
    *  them, as if it were the only pending pod); the state does not change. */
   absl::StatusOr<ScheduleResult> Evaluate(std::string_view pods, const Precondition& expected, bool explain = false);

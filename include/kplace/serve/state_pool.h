@@ -58,7 +58,8 @@ class StatePool {
   absl::StatusOr<uint64_t> Apply(const std::string& fork, const std::vector<std::string_view>& events,
                                  const Precondition& expected);
   absl::StatusOr<ScheduleResult> Schedule(const std::string& fork, std::string_view pods, bool dry_run,
-                                          const Precondition& expected, const std::vector<GangSpec>& gangs, bool explain);
+                                          const Precondition& expected, const std::vector<GangSpec>& gangs, bool explain,
+                                          bool stop_on_failure = false);
   /** Fits with a reservation (PlacementState::Fits, `reserve`): a write, so a fork's only
    *  (InvalidArgument on the state). `revision`: the fork's afterwards. */
   absl::StatusOr<std::vector<cycle::NodeFit>> Reserve(const std::string& fork, std::string_view pod,
@@ -103,6 +104,7 @@ class StatePool {
     std::string text, config;                 // Reset: objects, config; Schedule, Reserve: the pods
     std::vector<std::string> events, nodes;   // Apply: events; Reserve: candidates
     std::vector<std::string> placed;          // Schedule, Reserve: each pod's node ("" none)
+    bool stop_on_failure = false;             // Schedule's
     uint64_t revision = 0;                    // the state's after it
     uint64_t seq = 0;                         // its place in the primary's log
   };

@@ -148,14 +148,16 @@ class PlacementClient:
 
     def schedule(self, pods: Objects, *, dry_run: bool = False, explain: bool = False,
                  expected_revision: Optional[int] = None, expected_instance: Optional[str] = None,
-                 fork: Optional[str] = None) -> pb.ScheduleResponse:
+                 fork: Optional[str] = None, stop_on_failure: bool = False) -> pb.ScheduleResponse:
         """Schedules pending pods in queue order: COMMIT binds the placed ones, `dry_run` decides
         the same and changes nothing. PodGroups (scheduling.k8s.io/v1beta1) may come with the
         pods: with the server's GenericWorkload gate their members are decided as kube-scheduler
         decides a PodGroup (gangs all or nothing; each group's outcome in `gangs`). `explain`
-        fills each placement's `explanation` (JSON, as `kplace explain` writes it)."""
+        fills each placement's `explanation` (JSON, as `kplace explain` writes it).
+        `stop_on_failure` ends at the first pod tried and not placed (`stopped` says so); the
+        pods after it are not tried."""
         req = pb.ScheduleRequest(pods=objects_text(pods), mode=pb.DRY_RUN if dry_run else pb.COMMIT, explain=explain,
-                                 fork=fork or "")
+                                 fork=fork or "", stop_on_failure=stop_on_failure)
         _expecting(req, expected_revision, expected_instance)
         return self._call("Schedule", self.stub.Schedule, req)
 
