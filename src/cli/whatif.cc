@@ -255,7 +255,15 @@ int Drain(int argc, char** argv, bool consolidate) {
   Common common(flags);
   std::vector<std::string>& nodes = consolidate ? flags.List("candidates", "candidate node (repeatable, or comma-separated; default: every node)")
                                                 : flags.List("node", "node to drain (repeatable, or comma-separated)");
+  int64_t* jobs = consolidate ? &flags.Int("jobs", 1,
+                                           "share the candidates among N copies of the cluster on threads of their own "
+                                           "(each copy costs the cluster's memory; the answer is the same)")
+                               : nullptr;
   if (int rc = flags.Parse(argc, argv); rc >= 0) return rc;
+  if (jobs && (*jobs < 1 || *jobs > 64)) {
+    std::fprintf(stderr, "%s: --jobs must be 1 to 64\n", who);
+    return 2;
+  }
   const std::vector<std::string> names = NodeNames(nodes);
   if (!consolidate && names.empty()) {
     std::fprintf(stderr, "%s: --node is required (see --help)\n", who);
@@ -271,7 +279,19 @@ int Drain(int argc, char** argv, bool consolidate) {
     // candidates take minutes.
     bench::ProgressLine progress;
     auto last = std::chrono::steady_clock::now();
-    auto r = whatif::Consolidate(scheduler, names, [&](size_t done, size_t total) {
+    // The copies are built as the first was, from the same objects: the same state.
+    std::vector<std::unique_ptr<cycle::Scheduler>> copies;
+    std::vector<cycle::Scheduler*> states = {scheduler};
+    for (int64_t k = 1; k < *jobs; ++k) {
+      auto copy = cycle::Scheduler::Create(in->cluster, in->config, in->options);
+      if (!copy.ok()) {
+        std::fprintf(stderr, "%s: %s\n", who, std::string(copy.status().message()).c_str());
+        return 1;
+      }
+      copies.push_back(std::move(*copy));
+      states.push_back(copies.back().get());
+    }
+    auto r = whatif::Consolidate(states, names, [&](size_t done, size_t total) {
       const auto now = std::chrono::steady_clock::now();
       if (std::chrono::duration<double>(now - last).count() < progress.interval_seconds()) return;
       progress.Update(who, static_cast<int64_t>(done), static_cast<int64_t>(total), "candidates");

@@ -1,7 +1,10 @@
 #include "kplace/whatif/whatif.h"
 
 #include <algorithm>
+#include <iterator>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "kplace/common/status.h"
@@ -103,6 +106,40 @@ absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler
     if (!r.ok()) return absl::Status(r.status().code(), StrCat("candidates[", k, "]: ", r.status().message()));
     out.push_back(std::move(*r));
     if (done) done(k + 1 - first, end - first);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<DrainResult>> Consolidate(const std::vector<cycle::Scheduler*>& states,
+                                                     const std::vector<std::string>& candidates,
+                                                     const std::function<void(size_t, size_t)>& done) {
+  if (states.empty()) return absl::InvalidArgumentError("consolidate: no state to run on");
+  const size_t parts = states.size();
+  const size_t total = candidates.empty() ? states[0]->state().NodeOrder().size() : candidates.size();
+  std::vector<absl::StatusOr<std::vector<DrainResult>>> shares(parts);
+  std::mutex mu;
+  std::vector<size_t> finished(parts, 0);
+  auto run = [&](size_t k) {
+    shares[k] = Consolidate(
+        states[k], candidates,
+        [&](size_t n, size_t) {
+          if (!done) return;
+          std::lock_guard<std::mutex> lock(mu);
+          finished[k] = n;
+          size_t all = 0;
+          for (size_t f : finished) all += f;
+          done(all, total);
+        },
+        k, parts);
+  };
+  std::vector<std::thread> threads;
+  for (size_t k = 1; k < parts; ++k) threads.emplace_back(run, k);
+  run(0);
+  for (std::thread& t : threads) t.join();
+  std::vector<DrainResult> out;
+  for (auto& share : shares) {
+    if (!share.ok()) return share.status();
+    std::move(share->begin(), share->end(), std::back_inserter(out));
   }
   return out;
 }

@@ -274,6 +274,50 @@ TEST(WhatIfTest, ConsolidateIsOneDrainPerCandidate) {
   EXPECT_NE(std::string(some.status().message()).find("candidates[1]"), std::string::npos) << some.status();
 }
 
+// Candidates shared among copies of one state, on threads of their own, give the list one
+// state gives: every node's drain, in order, engine and reference; progress adds up.
+TEST(WhatIfTest, ConsolidateSharedAmongCopiesEqualsOneStateRandomized) {
+  for (bool reference : {false, true}) {
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      const Random rc = MakeRandom(seed * 41, 24 + static_cast<int32_t>(seed) * 7);
+      auto one = Make(rc.cluster, reference);
+      auto want = Consolidate(one.get(), {});
+      ASSERT_TRUE(want.ok()) << want.status();
+      for (size_t copies : {1, 2, 3}) {
+        std::vector<std::unique_ptr<cycle::Scheduler>> owned;
+        std::vector<cycle::Scheduler*> states;
+        for (size_t k = 0; k < copies; ++k) {
+          owned.push_back(Make(rc.cluster, reference));
+          states.push_back(owned.back().get());
+        }
+        std::vector<std::string> order = one->state().NodeOrder();
+        size_t last = 0, calls = 0;
+        auto got = Consolidate(states, {}, [&](size_t done, size_t total) {
+          EXPECT_EQ(total, order.size());
+          EXPECT_EQ(done, last + 1);  // serialized, one candidate at a time
+          last = done;
+          ++calls;
+        });
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ(got->size(), want->size());
+        EXPECT_EQ(calls, order.size());
+        for (size_t c = 0; c < want->size(); ++c) {
+          const DrainResult& a = (*got)[c];
+          const DrainResult& b = (*want)[c];
+          ASSERT_EQ(a.nodes, b.nodes) << copies << " copies, seed " << seed;
+          EXPECT_EQ(a.drainable, b.drainable) << a.nodes[0];
+          ASSERT_EQ(a.pods.size(), b.pods.size()) << a.nodes[0];
+          for (size_t p = 0; p < a.pods.size(); ++p) EXPECT_EQ(Describe(a.pods[p]), Describe(b.pods[p]));
+        }
+        auto bad = Consolidate(states, {order[0], order[1], order[2], "nope"});
+        EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+        EXPECT_NE(std::string(bad.status().message()).find("candidates[3]"), std::string::npos) << bad.status();
+      }
+    }
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(Consolidate(std::vector<cycle::Scheduler*>{}, {}).status()));
+}
+
 TEST(WhatIfTest, ReplicasEqualCopiesScheduledWithoutPreemption) {
   for (bool reference : {false, true}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {

@@ -52,6 +52,14 @@ absl::StatusOr<std::vector<DrainResult>> Consolidate(cycle::Scheduler* scheduler
                                                      const std::function<void(size_t, size_t)>& done = {},
                                                      size_t part = 0, size_t parts = 1);
 
+/** @brief Consolidate with the candidates shared among `states`, copies of one state (built
+ *  from the same objects, configuration and options, or kept in step): a share on each, on
+ *  threads of their own, the answers joined in the candidates' order, which is the list one
+ *  of them gives alone. `done` hears of every candidate finished (calls are serialized). */
+absl::StatusOr<std::vector<DrainResult>> Consolidate(const std::vector<cycle::Scheduler*>& states,
+                                                     const std::vector<std::string>& candidates,
+                                                     const std::function<void(size_t, size_t)>& done = {});
+
 struct ReplicasResult {
   int64_t replicas = 0;                    // copies placed before the first that was not
   std::map<std::string, int64_t> per_node;  // node -> copies placed there
