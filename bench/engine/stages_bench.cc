@@ -453,6 +453,64 @@ BENCHMARK(BM_WhatIfReplicas)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Issue #36's consolidation shape: range(0) nodes in 10 zones, 10 bound pods each in groups
+// of 10 (label group=g<k>; every 10th group spread over zones with maxSkew 1, every 10th
+// but one required anti-affine per hostname, both as `kplace gen --constraint-percent`
+// writes them), a group's pods on 10 consecutive nodes. Items = candidates drained (the
+// first range(1) nodes in scan order), engine or reference (range(2)).
+void BM_WhatIfConsolidate(benchmark::State& state) {
+  const int32_t nodes = static_cast<int32_t>(state.range(0));
+  std::string items;
+  for (int32_t n = 0; n < nodes; ++n) {
+    items += StrCat(n ? "," : "", R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"node-)", n,
+                    R"(","labels":{"kubernetes.io/hostname":"node-)", n, R"(","topology.kubernetes.io/zone":"zone-)", n % 10,
+                    R"("}},"status":{"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"}}})");
+  }
+  for (int32_t i = 0; i < 10 * nodes; ++i) {
+    const int32_t g = i / 10;
+    std::string constraint;
+    if (g % 10 == 3) {
+      constraint = StrCat(R"("topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",)",
+                          R"("whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"group":"g)", g, R"("}}}],)");
+    } else if (g % 10 == 7) {
+      constraint = StrCat(R"("affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{)",
+                          R"("topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"group":"g)", g,
+                          R"("}}}]}},)");
+    }
+    items += StrCat(R"(,{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p)", i, R"(","namespace":"default",)",
+                    R"("labels":{"group":"g)", g, R"("},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet",)",
+                    R"("name":"rs)", g, R"(","uid":"u)", g, R"(","controller":true}]},"spec":{)", constraint,
+                    R"("nodeName":"node-)", (g * 10 + i % 10) % nodes,
+                    R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"500m","memory":"1Gi"}}}]}})");
+  }
+  static ObjectSet cluster;  // the scheduler reads it; built once per size
+  cluster = ObjectSet();
+  if (!DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", &cluster).ok()) {
+    return state.SkipWithError("cannot decode the cluster");
+  }
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  options.reference = state.range(2) != 0;
+  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  std::vector<std::string> candidates = (*s)->state().NodeOrder();
+  candidates.resize(static_cast<size_t>(state.range(1)));
+  int64_t drained = 0;
+  for (auto _ : state) {
+    auto r = whatif::Consolidate(s->get(), candidates);
+    if (!r.ok()) return state.SkipWithError(std::string(r.status().message()).c_str());
+    drained += static_cast<int64_t>(r->size());
+  }
+  state.SetItemsProcessed(drained);
+  state.SetLabel(options.reference ? "reference" : "engine");
+}
+BENCHMARK(BM_WhatIfConsolidate)
+    ->Args({5000, 200, 0})
+    ->Args({5000, 5, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // "Which nodes would this pod pass Filter on?" (whatif::CanSchedulePod) over every node of
 // SchedulingBasic's cluster: the library call the service's Fits stands on. Items = calls.
 void BM_WhatIfCanSchedulePod(benchmark::State& state) {
