@@ -511,6 +511,75 @@ BENCHMARK(BM_WhatIfConsolidate)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// Cluster Autoscaler's RunOnce benchmark shapes (cluster-autoscaler/core/bench): nodes of
+// 10 CPU / 10000Mi. ScaleUp: range(0) x 50 pending pods of 200m / 200Mi, no controller (each
+// its own group), no node yet: the plan needs range(0) new nodes. Items = pods planned.
+void BM_WhatIfScaleUpRunOnce(benchmark::State& state) {
+  const int32_t nodes = static_cast<int32_t>(state.range(0));
+  ObjectSet cluster, pending, templates;
+  auto decode = [](const std::string& items, ObjectSet* into) {
+    return DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", into).ok();
+  };
+  std::string pods;
+  for (int32_t i = 0; i < 50 * nodes; ++i) {
+    pods += StrCat(i ? "," : "", R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod-)", i,
+                   R"(","namespace":"default"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m","memory":"200Mi"}}}]}})");
+  }
+  if (!decode("", &cluster) || !decode(pods, &pending) ||
+      !decode(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"ng1","labels":{}},"status":{"allocatable":{"cpu":"10","memory":"10000Mi","pods":"110"}}})",
+              &templates)) {
+    return state.SkipWithError("cannot decode the objects");
+  }
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  whatif::ScaleUpOptions limit;
+  limit.max_nodes = 10000;
+  for (auto _ : state) {
+    auto r = whatif::ScaleUp(s->get(), pending.pods, templates.nodes, limit);
+    if (!r.ok() || r->new_nodes.at("ng1") != nodes) return state.SkipWithError("the plan is not one node per 50 pods");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(pending.pods.size()) * state.iterations());
+}
+BENCHMARK(BM_WhatIfScaleUpRunOnce)->Arg(200)->Arg(1000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// ScaleDown: range(0) nodes, 40 pods of 100m / 100Mi on each (40% used). Consolidation of
+// every node on its own (each can go: Cluster Autoscaler's 60%, removing them one after
+// another, is its own sequential plan). Items = candidates.
+void BM_WhatIfScaleDownRunOnce(benchmark::State& state) {
+  const int32_t nodes = static_cast<int32_t>(state.range(0));
+  std::string items;
+  for (int32_t n = 0; n < nodes; ++n) {
+    items += StrCat(n ? "," : "", R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"ng1-node-)", n,
+                    R"("},"status":{"allocatable":{"cpu":"10","memory":"10000Mi","pods":"110"}}})");
+  }
+  for (int32_t i = 0; i < 40 * nodes; ++i) {
+    items += StrCat(R"(,{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod-)", i,
+                    R"(","namespace":"default","annotations":{"cluster-autoscaler.kubernetes.io/safe-to-evict":"true"}},)",
+                    R"("spec":{"nodeName":"ng1-node-)", i % nodes,
+                    R"(","containers":[{"name":"c","resources":{"requests":{"cpu":"100m","memory":"100Mi"}}}]}})");
+  }
+  static ObjectSet cluster;
+  cluster = ObjectSet();
+  if (!DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", &cluster).ok()) {
+    return state.SkipWithError("cannot decode the cluster");
+  }
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  for (auto _ : state) {
+    auto r = whatif::Consolidate(s->get(), {});
+    if (!r.ok() || static_cast<int32_t>(r->size()) != nodes) return state.SkipWithError("Consolidate");
+    for (const whatif::DrainResult& d : *r) {
+      if (!d.drainable) return state.SkipWithError("a node could not go");
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(nodes) * state.iterations());
+}
+BENCHMARK(BM_WhatIfScaleDownRunOnce)->Arg(400)->Arg(2000)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // "Which nodes would this pod pass Filter on?" (whatif::CanSchedulePod) over every node of
 // SchedulingBasic's cluster: the library call the service's Fits stands on. Items = calls.
 void BM_WhatIfCanSchedulePod(benchmark::State& state) {
