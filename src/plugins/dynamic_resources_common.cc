@@ -79,7 +79,6 @@ const DeviceClass* ResourceIndex::ClassForExtendedResource(const ObjectSet& obje
 
 PodClaims ResolveClaims(const Pod& pod, const ObjectSet& objects, ResourceIndex* index) {
   PodClaims out;
-  const std::string pod_key = ObjectKey(pod.meta);
   for (const PodResourceClaim& pc : pod.resource_claims) {
     // resourceclaim.Name.
     std::string name;
@@ -90,13 +89,13 @@ PodClaims ResolveClaims(const Pod& pod, const ObjectSet& objects, ResourceIndex*
       auto st = std::find_if(pod.resource_claim_statuses.begin(), pod.resource_claim_statuses.end(),
                              [&](const PodResourceClaimStatus& s) { return s.name == pc.name; });
       if (st == pod.resource_claim_statuses.end()) {
-        out.status = Unresolvable(StrCat("Pod ", pod_key, ": ResourceClaim not created yet"));
+        out.status = Unresolvable(StrCat("Pod ", ObjectKey(pod.meta), ": ResourceClaim not created yet"));
         return out;
       }
       if (!st->resource_claim_name) continue;  // intentionally not created: nothing to use
       name = *st->resource_claim_name;
     } else {
-      out.status = Unresolvable(StrCat("Pod ", pod_key, ", spec.resourceClaim ", pc.name,
+      out.status = Unresolvable(StrCat("Pod ", ObjectKey(pod.meta), ", spec.resourceClaim ", pc.name,
                                        ": none of the supported fields are set"));
       return out;
     }
@@ -112,8 +111,8 @@ PodClaims ResolveClaims(const Pod& pod, const ObjectSet& objects, ResourceIndex*
       return out;
     }
     if (generated && (claim->meta.namespace_ != pod.meta.namespace_ || !IsControlledBy(claim->meta, pod.meta))) {
-      out.status = Unresolvable(StrCat("ResourceClaim ", ObjectKey(claim->meta), " was not created for Pod ", pod_key,
-                                       " (Pod is not owner)"));
+      out.status = Unresolvable(StrCat("ResourceClaim ", ObjectKey(claim->meta), " was not created for Pod ",
+                                       ObjectKey(pod.meta), " (Pod is not owner)"));
       return out;
     }
     out.claims.push_back(claim);
