@@ -855,35 +855,53 @@ class InterPodAffinity final : public engine::Plugin {
     return true;
   }
 
-  // PreScore in full (§5): rows 1-2 from the match tables, rows 3-5 from the existing terms.
-  ScoreState BuildScore(const Incoming& x) {
-    SlotTables score;
+  // The score rows of `x` (§5): add(slot, domain, value) per entry, rows 1-2 from the
+  // match tables, rows 3-5 from the existing terms. A slot gets a table as soon as a row
+  // enters it, whatever the value.
+  template <typename Add>
+  void ScoreRows(const Incoming& x, Add add) {
     for (const auto& [t, weight] : x.preferred) {
       if (t.slot < 0) continue;
       const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
-      if (!counts || counts->empty()) continue;
-      std::vector<int64_t>& table = Dense(&score, t.slot);
-      for (const auto& [d, count] : *counts) table[d] += weight * count;
+      if (!counts) continue;
+      for (const auto& [d, count] : *counts) add(t.slot, d, weight * count);
     }
     const int64_t hard = args_.hard_pod_affinity_weight;
     const LabelIds& ns_labels = NamespaceLabels(x.ns);
     for (int32_t id : score_terms_) {
       const ExistingTerm& et = terms_[id];
       if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
-      std::vector<int64_t>* table = nullptr;
       for (const auto& [d, cell] : et.cells) {
         const bool fires = (hard > 0 && cell.required_aff > 0) || cell.preferred > 0;
-        if (!fires) continue;
-        if (!table) table = &Dense(&score, et.term.slot);
-        (*table)[d] += (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight;
+        if (fires) add(et.term.slot, d, (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight);
       }
     }
+  }
+
+  // PreScore in full (§5): the slots the rows enter, in slot order, each a dense table of
+  // its domains in one buffer (the last kept state's, reused: at a hostname key a table
+  // is as long as the cluster, and a distinct pod builds one per cycle).
+  ScoreState BuildScore(const Incoming& x) {
+    std::vector<int32_t>& fired = fired_slots_;
+    fired.clear();
+    ScoreRows(x, [&](int32_t slot, int32_t, int64_t) {
+      if (std::find(fired.begin(), fired.end(), slot) == fired.end()) fired.push_back(slot);
+    });
+    std::sort(fired.begin(), fired.end());
     ScoreState s;
-    s.fired = !score.empty();  // an entry is made as soon as a row fires
-    for (const auto& [slot, table] : score) {
-      s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(s.values.size())});
-      s.values.insert(s.values.end(), table.begin(), table.end());
+    s.fired = !fired.empty();
+    s.values = std::move(spare_values_);
+    size_t total = 0;
+    for (int32_t slot : fired) {
+      s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(total)});
+      total += static_cast<size_t>(slot_domains_[slot]);
     }
+    s.values.assign(total, 0);
+    ScoreRows(x, [&](int32_t slot, int32_t d, int64_t value) {
+      for (const IpaKeyTable& k : s.keys) {
+        if (k.slot == slot) s.values[k.offset + d] += value;
+      }
+    });
     return s;
   }
 
@@ -939,6 +957,7 @@ class InterPodAffinity final : public engine::Plugin {
   // Makes `s` the kept state of a pod compiled to `key`, on the backend too.
   template <typename State>
   void Keep(State s, const std::string& key, State* kept) {
+    if constexpr (std::is_same_v<State, ScoreState>) spare_values_.swap(kept->values);  // BuildScore's next buffer
     *kept = std::move(s);
     kept->valid = true;
     kept->key = key;
@@ -1359,6 +1378,8 @@ class InterPodAffinity final : public engine::Plugin {
   // score_keys_, score_values_) and the binds since the older of them.
   FilterState filter_state_;
   ScoreState score_state_;
+  std::vector<int64_t> spare_values_;  // BuildScore's buffer (capacity only)
+  std::vector<int32_t> fired_slots_;
   std::deque<BoundPod> binds_;
   int64_t binds_begin_ = 0;  // sequence number of binds_.front()
 };
