@@ -224,6 +224,9 @@ struct ScoreState : KeptState {
   bool fired = false;  // some row made an entry
   std::vector<IpaKeyTable> keys;
   std::vector<int64_t> values;
+  // Every index of `values` a row or a replay wrote (repeats allowed): the others are 0, so
+  // the buffer is zeroed again for the next build at the cost of its entries, not its length.
+  std::vector<int32_t> written;
 };
 
 /** A bound pod as replays see it: its node, its label class and the existing-term cells
@@ -879,8 +882,9 @@ class InterPodAffinity final : public engine::Plugin {
   }
 
   // PreScore in full (§5): the slots the rows enter, in slot order, each a dense table of
-  // its domains in one buffer (the last kept state's, reused: at a hostname key a table
-  // is as long as the cluster, and a distinct pod builds one per cycle).
+  // its domains in one buffer (the last kept state's, reused and zeroed where it was
+  // written: at a hostname key a table is as long as the cluster, and a distinct pod builds
+  // one per cycle).
   ScoreState BuildScore(const Incoming& x) {
     std::vector<int32_t>& fired = fired_slots_;
     fired.clear();
@@ -891,15 +895,22 @@ class InterPodAffinity final : public engine::Plugin {
     ScoreState s;
     s.fired = !fired.empty();
     s.values = std::move(spare_values_);
+    spare_values_.clear();
+    for (int32_t i : spare_written_) {
+      if (static_cast<size_t>(i) < s.values.size()) s.values[i] = 0;
+    }
+    spare_written_.clear();
     size_t total = 0;
     for (int32_t slot : fired) {
       s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(total)});
       total += static_cast<size_t>(slot_domains_[slot]);
     }
-    s.values.assign(total, 0);
+    s.values.resize(total);  // all zeros: new entries are, the kept ones were zeroed above
     ScoreRows(x, [&](int32_t slot, int32_t d, int64_t value) {
       for (const IpaKeyTable& k : s.keys) {
-        if (k.slot == slot) s.values[k.offset + d] += value;
+        if (k.slot != slot) continue;
+        s.values[k.offset + d] += value;
+        s.written.push_back(k.offset + d);
       }
     });
     return s;
@@ -914,6 +925,7 @@ class InterPodAffinity final : public engine::Plugin {
       for (const IpaKeyTable& k : s->keys) {
         if (k.slot != slot) continue;
         s->values[k.offset + d] += delta;
+        s->written.push_back(k.offset + d);
         changed->push_back(k.offset + d);
         return true;
       }
@@ -957,7 +969,10 @@ class InterPodAffinity final : public engine::Plugin {
   // Makes `s` the kept state of a pod compiled to `key`, on the backend too.
   template <typename State>
   void Keep(State s, const std::string& key, State* kept) {
-    if constexpr (std::is_same_v<State, ScoreState>) spare_values_.swap(kept->values);  // BuildScore's next buffer
+    if constexpr (std::is_same_v<State, ScoreState>) {  // BuildScore's next buffer
+      spare_values_.swap(kept->values);
+      spare_written_.swap(kept->written);
+    }
     *kept = std::move(s);
     kept->valid = true;
     kept->key = key;
@@ -1378,7 +1393,9 @@ class InterPodAffinity final : public engine::Plugin {
   // score_keys_, score_values_) and the binds since the older of them.
   FilterState filter_state_;
   ScoreState score_state_;
-  std::vector<int64_t> spare_values_;  // BuildScore's buffer (capacity only)
+  // BuildScore's next buffer, zero but where spare_written_ says (moved out: empty).
+  std::vector<int64_t> spare_values_;
+  std::vector<int32_t> spare_written_;
   std::vector<int32_t> fired_slots_;
   std::deque<BoundPod> binds_;
   int64_t binds_begin_ = 0;  // sequence number of binds_.front()
