@@ -987,13 +987,25 @@ class InterPodAffinity final : public engine::Plugin {
   void UploadAll(const ScoreState& s) {
     if (!s.fired) return;
     Upload(s.keys, &score_keys_);
-    Upload(s.values, &score_values_);
+    // The backend copy differs from `s` only where either was written (a hostname table is
+    // as long as the cluster; a distinct pod's rows touch a few of its domains).
+    if (score_values_.size() == s.values.size()) {
+      std::vector<int32_t>& changed = score_changed_;
+      changed.assign(backend_written_.begin(), backend_written_.end());
+      changed.insert(changed.end(), s.written.begin(), s.written.end());
+      UploadChanged(s.values, changed, &score_values_);
+    } else {
+      Upload(s.values, &score_values_);
+    }
+    backend_written_ = s.written;
   }
   void UploadChanges(const FilterState& s, const std::vector<int32_t>& changed) {
     if (!s.skip) UploadChanged(s.present, changed, &present_);
   }
   void UploadChanges(const ScoreState& s, const std::vector<int32_t>& changed) {
-    if (s.fired) UploadChanged(s.values, changed, &score_values_);
+    if (!s.fired) return;
+    UploadChanged(s.values, changed, &score_values_);
+    backend_written_.insert(backend_written_.end(), changed.begin(), changed.end());
   }
 
   // Brings `*kept` (host and backend) up to date for `x`: replays the binds since it was
@@ -1388,6 +1400,8 @@ class InterPodAffinity final : public engine::Plugin {
   int32_t num_score_keys_ = 0;
   vector<IpaKeyTable> score_keys_;
   vector<int64_t> score_values_;
+  // Every index of score_values_ an upload wrote since its last full one: the others are 0.
+  std::vector<int32_t> backend_written_, score_changed_;
 
   // The last compiled pods' tables (their backend copies are filter_keys_, present_,
   // score_keys_, score_values_) and the binds since the older of them.
