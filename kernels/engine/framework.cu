@@ -46,6 +46,38 @@ struct AddWeightedFn {
   KPLACE_HOST_DEVICE int64_t operator()(int64_t total, int64_t s) const { return total + weight * s; }
 };
 
+/** Per-node marks ("held for this run") cleared in O(1): a node is marked when its stamp is
+ *  the current epoch, so starting over bumps the epoch instead of writing every node (a
+ *  distinct pod starts a run, and at 100,000 nodes clearing per-node bytes and sums cost
+ *  more than its window). */
+class NodeMarks {
+ public:
+  /** Not started since the last Stop. */
+  bool empty() const { return !active_; }
+  void Stop() { active_ = false; }
+  /** Every one of `n` nodes unmarked. */
+  void Start(int32_t n) {
+    active_ = true;
+    if (stamp_.size() != static_cast<size_t>(n) || ++epoch_ == 0) {
+      stamp_.assign(n, 0);
+      epoch_ = 1;
+    }
+  }
+  bool held(NodeIndex i) const { return stamp_[i] == epoch_; }
+  void Mark(NodeIndex i) { stamp_[i] = epoch_; }
+  void Unmark(NodeIndex i) {
+    if (static_cast<size_t>(i) < stamp_.size()) stamp_[i] = 0;
+  }
+  // For loops that read and mark through raw pointers: node i is held when stamps()[i] == epoch().
+  uint32_t* stamps() { return stamp_.data(); }
+  uint32_t epoch() const { return epoch_; }
+
+ private:
+  std::vector<uint32_t> stamp_;
+  uint32_t epoch_ = 1;  // never 0, the stamp of a node unmarked
+  bool active_ = false;
+};
+
 class BackendFramework final : public engine::Framework {
  public:
   BackendFramework(const Profile& profile, const FeatureGates& gates) : profile_(profile), gates_(gates) {}
@@ -379,12 +411,9 @@ class BackendFramework final : public engine::Framework {
 
   // What the current run keeps about `node` is stale after a bind or unbind there.
   void ForgetNode(NodeIndex node) {
-    auto forget = [node](std::vector<uint8_t>& held) {
-      if (static_cast<size_t>(node) < held.size()) held[node] = 0;
-    };
-    forget(run_local_valid_);
-    for (ScoreCache& c : run_scores_) forget(c.valid);
-    forget(static_valid_);
+    run_local_valid_.Unmark(node);
+    for (ScoreCache& c : run_scores_) c.valid.Unmark(node);
+    static_valid_.Unmark(node);
     if (static_cast<size_t>(node) < ready_.size()) {
       ready_[node] = -1;
       bound_since_.push_back(node);
@@ -402,8 +431,8 @@ class BackendFramework final : public engine::Framework {
     run_filter_valid_ = false;
     LeaveLocalOnly();
     window_sums_held_ = false;
-    for (ScoreCache& c : run_scores_) c.valid.clear();
-    static_valid_.clear();
+    for (ScoreCache& c : run_scores_) c.valid.Stop();
+    static_valid_.Stop();
   }
 
   void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
@@ -455,10 +484,12 @@ class BackendFramework final : public engine::Framework {
     NodeIndex* feasible = scan_nodes_.data();
     int64_t* total = scan_totals_.data();
     const NodeIndex* list = cand.data();
-    const uint8_t* held = run_local_valid_.data();
+    const uint32_t* held = run_local_valid_.stamps();
+    const uint32_t held_epoch = run_local_valid_.epoch();
     const int16_t* failed = run_local_.failed_plugin.data();
     const VerdictCode* code = run_local_.code.data();
-    uint8_t* sum_held = static_valid_.data();
+    uint32_t* sum_held = static_valid_.stamps();
+    const uint32_t sum_epoch = static_valid_.epoch();
     const int64_t* sum = static_sum_host_.data();
     const int64_t offset = local_offset_;
     if (totals && ready_.size() != static_cast<size_t>(snapshot_->num_nodes())) {
@@ -487,7 +518,7 @@ class BackendFramework final : public engine::Framework {
           if (p == to) break;
         }
         const NodeIndex i = list[p];
-        if (!held[i]) {  // this node and the next ones in scan order, at once
+        if (held[i] != held_epoch) {  // this node and the next ones in scan order, at once
           const int32_t c = std::min<int32_t>(kHoldAhead, m - v);
           ahead_.resize(c);
           for (int32_t j = 0, q = p; j < c; ++j, q = q + 1 == m ? 0 : q + 1) ahead_[j] = list[q];
@@ -507,8 +538,8 @@ class BackendFramework final : public engine::Framework {
           break;
         }
         feasible[found] = i;
-        if (sums && !sum_held[i]) {
-          sum_held[i] = 1;
+        if (sums && sum_held[i] != sum_epoch) {
+          sum_held[i] = sum_epoch;
           unsummed.push_back(i);
           unsummed_at.push_back(found);
         } else if (totals) {
@@ -591,7 +622,7 @@ class BackendFramework final : public engine::Framework {
  private:
   /** Raw scores of one node-local score plugin, per node, for the current run. */
   struct ScoreCache {
-    std::vector<uint8_t> valid;  // host; empty until the run first scores with the plugin
+    NodeMarks valid;  // host; empty until the run first scores with the plugin
     vector<int64_t> raw;         // backend, indexed by node
   };
 
@@ -618,7 +649,7 @@ class BackendFramework final : public engine::Framework {
     if (!run_filter_valid_ || local_skip != run_local_skip_) {
       run_local_skip_ = local_skip;
       run_filter_valid_ = true;
-      run_local_valid_.assign(n, 0);
+      run_local_valid_.Start(n);
       ForgetReady();
       run_local_.failed_plugin.resize(n);
       run_local_.code.resize(n);
@@ -743,7 +774,7 @@ class BackendFramework final : public engine::Framework {
     const int32_t n = snapshot_->num_nodes();
     ScoreCache& c = run_scores_[k];
     if (c.valid.empty()) {
-      c.valid.assign(n, 0);
+      c.valid.Start(n);
       Scratch(&c.raw, n);
     }
     CollectMissing(feasible, &c.valid);
@@ -761,18 +792,17 @@ class BackendFramework final : public engine::Framework {
 
   /** Sets missing_ to the listed nodes `held` does not mark yet, and marks them: what a
    *  run-wide per-node cache must compute before it is read. */
-  void CollectMissing(const NodeIndex* nodes, int32_t count, std::vector<uint8_t>* held) {
+  void CollectMissing(const NodeIndex* nodes, int32_t count, NodeMarks* held) {
     missing_.clear();
-    uint8_t* h = held->data();
     for (int32_t j = 0; j < count; ++j) {
       const NodeIndex i = nodes[j];
-      if (!h[i]) {
-        h[i] = 1;
+      if (!held->held(i)) {
+        held->Mark(i);
         missing_.push_back(i);
       }
     }
   }
-  void CollectMissing(const std::vector<NodeIndex>& nodes, std::vector<uint8_t>* held) {
+  void CollectMissing(const std::vector<NodeIndex>& nodes, NodeMarks* held) {
     CollectMissing(nodes.data(), static_cast<int32_t>(nodes.size()), held);
   }
 
@@ -832,10 +862,10 @@ class BackendFramework final : public engine::Framework {
                     int64_t* total) {
     const int32_t n = snapshot_->num_nodes();
     if (static_valid_.empty() || static_plugins_ != plain) {
-      static_valid_.assign(n, 0);
+      static_valid_.Start(n);
       static_plugins_ = plain;
       Scratch(&static_sum_, n);
-      static_sum_host_.assign(n, 0);
+      static_sum_host_.resize(n);  // read only where static_valid_ holds the node
       ForgetReady();
       window_sums_held_ = false;
     }
@@ -873,8 +903,8 @@ class BackendFramework final : public engine::Framework {
     std::vector<NodeIndex>& unsummed = ready_again_;
     unsummed.clear();
     for (NodeIndex i : bound_since_) {
-      if (run_local_.failed_plugin[i] == 0 && !static_valid_[i]) {
-        static_valid_[i] = 1;
+      if (run_local_.failed_plugin[i] == 0 && !static_valid_.held(i)) {
+        static_valid_.Mark(i);
         unsummed.push_back(i);
       }
     }
@@ -953,13 +983,13 @@ class BackendFramework final : public engine::Framework {
   PreFilterResult run_pre_;
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
-  std::vector<uint8_t> run_local_valid_;  // run_local_ holds node i's verdict
+  NodeMarks run_local_valid_;  // run_local_ holds node i's verdict
   std::vector<NodeIndex> missing_;
   std::vector<ScoreCache> run_scores_;
   vector<NodeIndex> run_window_, listed_nodes_, missing_nodes_;
   vector<int64_t> run_window_scores_, run_total_, missing_scores_, missing_sum_;
   // The run's weighted sum of plain (node-local, not normalized) raw scores per node.
-  std::vector<uint8_t> static_valid_;
+  NodeMarks static_valid_;
   uint64_t static_plugins_ = 0;
   std::vector<int64_t> static_sum_host_, summed_;  // static_sum_ in host memory
   bool window_sums_held_ = false;  // ScanLocal made the current window's sums held

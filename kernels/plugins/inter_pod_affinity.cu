@@ -224,6 +224,9 @@ struct ScoreState : KeptState {
   bool fired = false;  // some row made an entry
   std::vector<IpaKeyTable> keys;
   std::vector<int64_t> values;
+  // Every index of `values` a row or a replay wrote (repeats allowed): the others are 0, so
+  // the buffer is zeroed again for the next build at the cost of its entries, not its length.
+  std::vector<int32_t> written;
 };
 
 /** A bound pod as replays see it: its node, its label class and the existing-term cells
@@ -855,35 +858,61 @@ class InterPodAffinity final : public engine::Plugin {
     return true;
   }
 
-  // PreScore in full (§5): rows 1-2 from the match tables, rows 3-5 from the existing terms.
-  ScoreState BuildScore(const Incoming& x) {
-    SlotTables score;
+  // The score rows of `x` (§5): add(slot, domain, value) per entry, rows 1-2 from the
+  // match tables, rows 3-5 from the existing terms. A slot gets a table as soon as a row
+  // enters it, whatever the value.
+  template <typename Add>
+  void ScoreRows(const Incoming& x, Add add) {
     for (const auto& [t, weight] : x.preferred) {
       if (t.slot < 0) continue;
       const std::unordered_map<int32_t, int64_t>* counts = Table({t}).For(t.slot);
-      if (!counts || counts->empty()) continue;
-      std::vector<int64_t>& table = Dense(&score, t.slot);
-      for (const auto& [d, count] : *counts) table[d] += weight * count;
+      if (!counts) continue;
+      for (const auto& [d, count] : *counts) add(t.slot, d, weight * count);
     }
     const int64_t hard = args_.hard_pod_affinity_weight;
     const LabelIds& ns_labels = NamespaceLabels(x.ns);
     for (int32_t id : score_terms_) {
       const ExistingTerm& et = terms_[id];
       if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
-      std::vector<int64_t>* table = nullptr;
       for (const auto& [d, cell] : et.cells) {
         const bool fires = (hard > 0 && cell.required_aff > 0) || cell.preferred > 0;
-        if (!fires) continue;
-        if (!table) table = &Dense(&score, et.term.slot);
-        (*table)[d] += (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight;
+        if (fires) add(et.term.slot, d, (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight);
       }
     }
+  }
+
+  // PreScore in full (§5): the slots the rows enter, in slot order, each a dense table of
+  // its domains in one buffer (the last kept state's, reused and zeroed where it was
+  // written: at a hostname key a table is as long as the cluster, and a distinct pod builds
+  // one per cycle).
+  ScoreState BuildScore(const Incoming& x) {
+    std::vector<int32_t>& fired = fired_slots_;
+    fired.clear();
+    ScoreRows(x, [&](int32_t slot, int32_t, int64_t) {
+      if (std::find(fired.begin(), fired.end(), slot) == fired.end()) fired.push_back(slot);
+    });
+    std::sort(fired.begin(), fired.end());
     ScoreState s;
-    s.fired = !score.empty();  // an entry is made as soon as a row fires
-    for (const auto& [slot, table] : score) {
-      s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(s.values.size())});
-      s.values.insert(s.values.end(), table.begin(), table.end());
+    s.fired = !fired.empty();
+    s.values = std::move(spare_values_);
+    spare_values_.clear();
+    for (int32_t i : spare_written_) {
+      if (static_cast<size_t>(i) < s.values.size()) s.values[i] = 0;
     }
+    spare_written_.clear();
+    size_t total = 0;
+    for (int32_t slot : fired) {
+      s.keys.push_back(IpaKeyTable{slot, static_cast<int32_t>(total)});
+      total += static_cast<size_t>(slot_domains_[slot]);
+    }
+    s.values.resize(total);  // all zeros: new entries are, the kept ones were zeroed above
+    ScoreRows(x, [&](int32_t slot, int32_t d, int64_t value) {
+      for (const IpaKeyTable& k : s.keys) {
+        if (k.slot != slot) continue;
+        s.values[k.offset + d] += value;
+        s.written.push_back(k.offset + d);
+      }
+    });
     return s;
   }
 
@@ -896,6 +925,7 @@ class InterPodAffinity final : public engine::Plugin {
       for (const IpaKeyTable& k : s->keys) {
         if (k.slot != slot) continue;
         s->values[k.offset + d] += delta;
+        s->written.push_back(k.offset + d);
         changed->push_back(k.offset + d);
         return true;
       }
@@ -939,6 +969,10 @@ class InterPodAffinity final : public engine::Plugin {
   // Makes `s` the kept state of a pod compiled to `key`, on the backend too.
   template <typename State>
   void Keep(State s, const std::string& key, State* kept) {
+    if constexpr (std::is_same_v<State, ScoreState>) {  // BuildScore's next buffer
+      spare_values_.swap(kept->values);
+      spare_written_.swap(kept->written);
+    }
     *kept = std::move(s);
     kept->valid = true;
     kept->key = key;
@@ -953,13 +987,25 @@ class InterPodAffinity final : public engine::Plugin {
   void UploadAll(const ScoreState& s) {
     if (!s.fired) return;
     Upload(s.keys, &score_keys_);
-    Upload(s.values, &score_values_);
+    // The backend copy differs from `s` only where either was written (a hostname table is
+    // as long as the cluster; a distinct pod's rows touch a few of its domains).
+    if (score_values_.size() == s.values.size()) {
+      std::vector<int32_t>& changed = score_changed_;
+      changed.assign(backend_written_.begin(), backend_written_.end());
+      changed.insert(changed.end(), s.written.begin(), s.written.end());
+      UploadChanged(s.values, changed, &score_values_);
+    } else {
+      Upload(s.values, &score_values_);
+    }
+    backend_written_ = s.written;
   }
   void UploadChanges(const FilterState& s, const std::vector<int32_t>& changed) {
     if (!s.skip) UploadChanged(s.present, changed, &present_);
   }
   void UploadChanges(const ScoreState& s, const std::vector<int32_t>& changed) {
-    if (s.fired) UploadChanged(s.values, changed, &score_values_);
+    if (!s.fired) return;
+    UploadChanged(s.values, changed, &score_values_);
+    backend_written_.insert(backend_written_.end(), changed.begin(), changed.end());
   }
 
   // Brings `*kept` (host and backend) up to date for `x`: replays the binds since it was
@@ -1354,11 +1400,17 @@ class InterPodAffinity final : public engine::Plugin {
   int32_t num_score_keys_ = 0;
   vector<IpaKeyTable> score_keys_;
   vector<int64_t> score_values_;
+  // Every index of score_values_ an upload wrote since its last full one: the others are 0.
+  std::vector<int32_t> backend_written_, score_changed_;
 
   // The last compiled pods' tables (their backend copies are filter_keys_, present_,
   // score_keys_, score_values_) and the binds since the older of them.
   FilterState filter_state_;
   ScoreState score_state_;
+  // BuildScore's next buffer, zero but where spare_written_ says (moved out: empty).
+  std::vector<int64_t> spare_values_;
+  std::vector<int32_t> spare_written_;
+  std::vector<int32_t> fired_slots_;
   std::deque<BoundPod> binds_;
   int64_t binds_begin_ = 0;  // sequence number of binds_.front()
 };

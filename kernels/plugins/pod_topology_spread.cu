@@ -228,6 +228,7 @@ class PlacementMasks {
 struct PodRef {
   const Pod* pod;
   NodeIndex node;
+  int32_t cls = -1;  // the pod's label class (PodTopologySpread::LabelClassOf), set by AddRef
 };
 
 /** Node inclusion of the incoming pod (§3), computed on first use in one cycle. */
@@ -296,6 +297,8 @@ class PodTopologySpread final : public engine::Plugin {
     pods_by_ns_.clear();
     ref_at_.clear();
     owned_pods_.clear();
+    label_class_.clear();
+    class_labels_.clear();
     for (NodeIndex n = 0; n < n_; ++n) {
       for (const Pod* p : s.pods_on(n)) {
         if (!spread::IsTerminating(*p)) AddRef(PodRef{p, n});
@@ -592,10 +595,13 @@ class PodTopologySpread final : public engine::Plugin {
     t->eligible.assign(n_, 0);
     t->eligible_nodes.assign(num_domains, 0);
     t->counts.host.assign(num_domains, 0);
+    // A pod with no nodeSelector and no required node affinity is placed anywhere: no mask.
+    const spread::RequiredPlacement& placement = ctx.placement();
+    const bool placed = c.affinity_honored && (!placement.node_selector().empty() || placement.has_affinity());
     for (NodeIndex n = 0; n < n_; ++n) {
       bool ok = t->DomainOf(n) >= 0;
       for (const DomainColumn* col : required) ok = ok && col->dom.host[n] >= 0;
-      if (ok && c.affinity_honored) ok = ctx.PlacementMask()[n];
+      if (ok && placed) ok = ctx.PlacementMask()[n];
       if (ok && c.taints_honored) ok = ctx.TaintMask()[n];
       if (!ok) continue;
       t->eligible[n] = 1;
@@ -628,8 +634,12 @@ class PodTopologySpread final : public engine::Plugin {
     t->listed.assign(n_, 0);
     auto pods = pods_by_ns_.find(ns);
     if (t->count_pods && pods != pods_by_ns_.end()) {
+      // The selector is matched once per label class: a namespace's pods share few.
+      class_match_.assign(class_labels_.size(), -1);
       for (const PodRef& r : pods->second) {
-        if (selector.Matches(r.pod->meta.labels)) t->Add(r.node, 1);
+        int8_t& match = class_match_[r.cls];
+        if (match < 0) match = selector.Matches(class_labels_[r.cls]) ? 1 : 0;
+        if (match) t->Add(r.node, 1);
       }
     }
     // Counts that a domain table holds stay: its tables are kept by them.
@@ -686,10 +696,39 @@ class PodTopologySpread final : public engine::Plugin {
   std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
   std::unordered_map<std::string, std::shared_ptr<SelectorCounts>> selector_counts_;
   PlacementMasks masks_;
-  void AddRef(const PodRef& r) {
+  void AddRef(PodRef r) {
+    r.cls = LabelClassOf(r.pod->meta.labels);
     std::vector<PodRef>& refs = pods_by_ns_[r.pod->meta.namespace_];
     ref_at_[r.pod] = refs.size();
     refs.push_back(r);
+    if (class_labels_.size() > 2 * ref_at_.size() + kSpareLabelClasses) RenumberLabelClasses();
+  }
+
+  // The dense id of a label set: pods with equal labels share it, so a new selector is
+  // matched per distinct label set of a namespace, not per pod.
+  int32_t LabelClassOf(const Labels& labels) {
+    std::string key;
+    for (const auto& [k, v] : labels) {
+      key += std::to_string(k.size());
+      key += ':';
+      key += k;
+      key += std::to_string(v.size());
+      key += ':';
+      key += v;
+    }
+    auto [it, inserted] = label_class_.emplace(std::move(key), static_cast<int32_t>(class_labels_.size()));
+    if (inserted) class_labels_.push_back(labels);
+    return it->second;
+  }
+
+  // Label classes of pods no longer counted stay until there are many: then the counted
+  // pods' classes are made again.
+  void RenumberLabelClasses() {
+    label_class_.clear();
+    class_labels_.clear();
+    for (auto& [ns, refs] : pods_by_ns_) {
+      for (PodRef& r : refs) r.cls = LabelClassOf(r.pod->meta.labels);
+    }
   }
 
   // Takes a counted pod out of its namespace's list (order there does not matter: tables
@@ -719,6 +758,10 @@ class PodTopologySpread final : public engine::Plugin {
 
   std::unordered_map<std::string, std::vector<PodRef>> pods_by_ns_;
   std::unordered_map<const Pod*, size_t> ref_at_;  // where each counted pod sits in pods_by_ns_
+  std::unordered_map<std::string, int32_t> label_class_;  // encoded labels -> class
+  std::vector<Labels> class_labels_;                      // by class
+  std::vector<int8_t> class_match_;                       // GetSelectorCounts: per class, -1 unknown
+  static constexpr size_t kSpareLabelClasses = 1024;
   std::deque<Pod> owned_pods_;
   std::vector<uint8_t> seen_;
   SpreadFilterParams filter_{0, nullptr, 0};

@@ -188,7 +188,8 @@ void CycleScheduler::SetExplain(bool on) {
 void CycleScheduler::RestartBatch(size_t e) {
   if (batches_.empty()) return;
   if (batches_[e]) batches_[e]->AddStats(&retired_stats_);
-  batches_[e] = std::make_unique<BatchCycle>(&engine_evaluator(e).framework(), &state_.order(), options_.batch);
+  batches_[e] = std::make_unique<BatchCycle>(&engine_evaluator(e).framework(), &state_.order(), options_.batch,
+                                             state_.snapshot());
 }
 
 void CycleScheduler::RestartAllBatches() {

@@ -801,5 +801,54 @@ TEST(PodTopologySpreadTest, RandomizedDifferentialPlacementAndEvents) {
   }
 }
 
+// Pods with labels of their own (a label class each) bound and deleted by the thousand:
+// the engine matches a new selector once per label class, and drops the classes of pods no
+// longer counted when they pile up. Every check asks for selectors not seen before, over
+// those pods' own labels, so the per-selector counts are built from the classes afresh.
+TEST(PodTopologySpreadTest, LabelClassesStayExactUnderChurn) {
+  for (engine::Backend backend : Backends()) {
+    SCOPED_TRACE(engine::BackendName(backend));
+    std::mt19937 rng(41);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    const int num_nodes = 20;
+    RandomCluster rc = MakeRandomCluster(rng, num_nodes, 4, 40);
+    ObjectSet reference_objects = rc.objects;
+    EngineRun engine(rc.objects, PluginArgs{}, FeatureGates{}, backend);
+    std::vector<NodeIndex> all(num_nodes);
+    for (NodeIndex i = 0; i < num_nodes; ++i) all[i] = i;
+    const std::vector<std::string> apps = {"web", "db", "cache"};
+    for (int k = 0; k < 2600; ++k) {
+      const std::string name = "churn-" + std::to_string(k);
+      if (k % 100 == 99) {
+        Pod check = SpreadPod("check-" + std::to_string(k), {{"app", apps[pick(3)]}});
+        const std::string earlier = "churn-" + std::to_string(pick(k));
+        check.topology_spread_constraints.push_back(
+            testing::Spread(1 + pick(2), pick(2) ? kZone : kHost, pick(2) ? "DoNotSchedule" : "ScheduleAnyway",
+                            MatchLabels({{"own", earlier}})));
+        // A third of the pods, under a selector never asked before.
+        check.topology_spread_constraints.push_back(testing::Spread(
+            1, kZone, "ScheduleAnyway", MatchExpression("app", "In", {apps[pick(3)], "nonce-" + std::to_string(k)})));
+        Outcome e = engine.Run(check, all);
+        Outcome r = RunReference(reference_objects, check, all, PluginArgs{}, FeatureGates{});
+        ASSERT_EQ(e.Diff(r), "") << "step " << k;
+      }
+      Pod pod = SpreadPod(name, {{"app", apps[k % 3]}, {"own", name}}, "");
+      const NodeIndex node = pick(num_nodes);
+      pod.node_name = rc.objects.nodes[node].meta.name;
+      engine.Bind(pod, node);
+      reference_objects.pods.push_back(pod);
+      if (k % 4 == 0) continue;  // three of four are deleted again
+      const auto& on = engine.snapshot().pods_on(node);
+      for (size_t j = 0; j < on.size(); ++j) {
+        if (on[j]->meta.name != name) continue;
+        engine.Unbind(node, j);
+        auto& pods = reference_objects.pods;
+        pods.erase(std::find_if(pods.begin(), pods.end(), [&](const Pod& p) { return p.meta.name == name; }));
+        break;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kplace
