@@ -4,9 +4,11 @@
 usage: serve_client.py [--target HOST:PORT] [DIR]   (DIR: this folder's JSON files)
 
 Resets the service to DIR/cluster.json, dry-runs DIR/pods.json, commits DIR/job.json as a
-gang of four (a PodGroup), asks which of DIR/queue.json's pods could start now, and reads the cluster back.
+gang of four (a PodGroup), asks which of DIR/queue.json's pods could start now, reserves
+them one after another in a fork the state never sees, and reads the cluster back.
 """
 import argparse
+import json
 import os
 
 from kplace_client import KplaceError, PlacementClient
@@ -38,6 +40,12 @@ def main() -> None:
         # Which queued pods could start now (each alone; nothing changes).
         for p in kp.evaluate(read("queue.json")).results:
             print(f"evaluate: {p.pod} -> {p.node or '- (' + p.message + ')'}")
+        # Cluster Autoscaler's check and reserve, in a fork: each pod bound where it first fits,
+        # so the next one counts it; leaving the block discards the fork (commit_fork keeps it).
+        with kp.forked() as fork:
+            for pod in json.loads(read("queue.json"))["items"]:
+                r = kp.fits(pod, reserve=True, fork=fork)
+                print(f"fork: {pod['metadata']['name']} -> {r.fits[0] if r.fits else 'no node'}")
         s = kp.snapshot()
         bound = sum(1 for o in s.objects["items"] if o["kind"] == "Pod" and o["spec"].get("nodeName"))
         print(f"snapshot: revision {s.revision}, {len(s.objects['items'])} objects, {bound} bound pods, {s.chunks} chunk(s)")

@@ -83,6 +83,8 @@ def readme(source, binary):
                  r"^gang job: placed True \(4 of 4\), revision 2$",
                  r"^evaluate: default/report -> node-\d$",
                  r"^evaluate: default/etl -> - \(0/4 nodes are available",
+                 r"^fork: report -> node-\d$",
+                 r"^fork: etl -> no node$",
                  r"^snapshot: revision 2, 13 objects, 8 bound pods, 1 chunk\(s\)$",
                  r"^stale write refused: FAILED_PRECONDITION$"])
 
