@@ -234,6 +234,7 @@ absl::Status StatePool::CatchUp(Replica* r, uint64_t upto) {
       r->state.reset();
       return absl::InternalError(StrCat("a replica disagreed with the state it copies (it is dropped; retry): ", s.message()));
     }
+    std::lock_guard<std::mutex> lock(mu_);  // TrimLocked reads every replica's place
     r->seq = w->seq;
   }
   return absl::OkStatus();
