@@ -97,19 +97,10 @@ bool HasSchedulingSignature(const Pod& pod, const std::string& signature) {
 
 BatchCycle::BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch,
                        const engine::Snapshot* snapshot)
-    : fw_(framework), order_(order), max_batch_(std::max(1, max_batch)), snapshot_(snapshot) {
-  // ScanSelected skips nodes without scanning them: exact only when what the full scan would
-  // have met there is a rejection, never an error. A skipped node fails NodeAffinity; the
-  // plugins before it in Filter order must be ones whose verdicts never stand for an error.
-  const std::vector<std::string>& filter = fw_->filter_plugins();
-  for (size_t f = 0; snapshot_ != nullptr && f < filter.size(); ++f) {
-    if (filter[f] == "NodeAffinity") {
-      affinity_filter_ = static_cast<int32_t>(f);
-      break;
-    }
-    if (filter[f] != "NodeUnschedulable" && filter[f] != "NodeName" && filter[f] != "TaintToleration") break;
-  }
-}
+    : fw_(framework),
+      order_(order),
+      max_batch_(std::max(1, max_batch)),
+      selective_(framework->filter_plugins(), snapshot, order) {}
 
 BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, TieBreak tie_break,
                                           std::mt19937_64* rng, int32_t* next_start, PointTimes* times) {
@@ -173,13 +164,9 @@ BatchCycle::Decision BatchCycle::Schedule(const Pod& pod, int32_t percentage, Ti
   engine::Scan& scan = scan_;
   {
     const PointTimer timer(times, kTimedFilter);
-    const std::vector<int32_t>* selected = nullptr;
-    if (!local_only_ && !pre.restricted && affinity_filter_ >= 0 && !pre.skip_filter[affinity_filter_]) {
-      selected = AffinityCandidates(pod);
-    }
     if (local_only_) {
       fw_->ScanLocal(pre, cand, pos, k, &scan);
-    } else if (selected == nullptr || !ScanSelected(pre, cand, *selected, pos, k, &scan)) {
+    } else if (!selective_.Applies(pre) || !selective_.Select(pod, pos) || !ScanSelected(pre, m, k, &scan)) {
       ScanChunks(pre, cand, pos, k, &scan);
     }
   }
@@ -279,121 +266,14 @@ void BatchCycle::ScanChunks(const engine::PreFilterResult& pre, const std::vecto
   }
 }
 
-const std::vector<int32_t>& BatchCycle::LabelPositions(const std::string& key, const std::string& value) {
-  static const std::vector<int32_t> kNone;
-  auto at = label_positions_.find(key);
-  if (at == label_positions_.end()) {  // the key's index, once per cycle: one pass over the order
-    at = label_positions_.emplace(key, std::unordered_map<std::string, std::vector<int32_t>>{}).first;
-    const std::vector<int32_t>& order = *order_;
-    for (int32_t p = 0; p < static_cast<int32_t>(order.size()); ++p) {
-      const auto& labels = snapshot_->node(order[p]).meta.labels;
-      auto label = labels.find(key);
-      if (label != labels.end()) at->second[label->second].push_back(p);
-    }
-  }
-  auto found = at->second.find(value);
-  return found == at->second.end() ? kNone : found->second;
-}
-
-const std::vector<int32_t>* BatchCycle::AffinityCandidates(const Pod& pod) {
-  // A scan over a set this large visits most of the order anyway.
-  const size_t most = order_->size() / 2;
-  const std::vector<int32_t>* best = nullptr;
-  for (const auto& [key, value] : pod.node_selector) {  // every pair must hold: the smallest
-    const std::vector<int32_t>& these = LabelPositions(key, value);
-    if (best == nullptr || these.size() < best->size()) best = &these;
-  }
-  const NodeSelector* required = pod.affinity && pod.affinity->node_affinity && pod.affinity->node_affinity->required
-                                     ? &*pod.affinity->node_affinity->required
-                                     : nullptr;
-  if (required != nullptr && !required->terms.empty()) {
-    // Some term must hold (terms are ORed): per term the smallest union over an In
-    // requirement's values, united over the terms.
-    std::vector<std::vector<const std::vector<int32_t>*>> lists;
-    size_t total = 0;
-    bool bounded = true;
-    for (const NodeSelectorTerm& t : required->terms) {
-      std::vector<const std::vector<int32_t>*> term_best;
-      size_t term_size = 0;
-      bool found = false;
-      for (const NodeSelectorRequirement& r : t.match_expressions) {
-        if (r.op != "In") continue;
-        std::vector<const std::vector<int32_t>*> these;
-        size_t size = 0;
-        for (const std::string& v : r.values) {
-          these.push_back(&LabelPositions(r.key, v));
-          size += these.back()->size();
-        }
-        if (!found || size < term_size) {
-          term_best = std::move(these);
-          term_size = size;
-          found = true;
-        }
-      }
-      if (!found) {
-        bounded = false;
-        break;
-      }
-      total += term_size;
-      lists.push_back(std::move(term_best));
-    }
-    if (bounded && total <= most && (best == nullptr || total < best->size())) {
-      merged_.clear();
-      for (const auto& term : lists) {
-        for (const std::vector<int32_t>* l : term) {
-          const size_t mid = merged_.size();
-          merged_.insert(merged_.end(), l->begin(), l->end());
-          std::inplace_merge(merged_.begin(), merged_.begin() + mid, merged_.end());
-        }
-      }
-      merged_.erase(std::unique(merged_.begin(), merged_.end()), merged_.end());
-      selected_.swap(merged_);
-      return &selected_;
-    }
-  }
-  return best != nullptr && best->size() <= most ? best : nullptr;
-}
-
-bool BatchCycle::ScanSelected(const engine::PreFilterResult& pre, const std::vector<int32_t>& cand,
-                              const std::vector<int32_t>& positions, int32_t pos, int32_t k, engine::Scan* scan) {
-  const int32_t m = static_cast<int32_t>(cand.size());
-  const int32_t s = static_cast<int32_t>(positions.size());
-  *scan = engine::Scan{std::move(scan->feasible), std::move(scan->rejected)};  // buffers kept
-  scan->feasible.clear();
-  scan->rejected.clear();
-  scan->processed = m;
-  // The selected positions from pos on, then from the start: the full scan's visit order
-  // with the skipped candidates left out.
-  int32_t at = static_cast<int32_t>(std::lower_bound(positions.begin(), positions.end(), pos) - positions.begin());
-  if (at == s) at = 0;  // none at or after pos: wrap to the first
-  int32_t chunk = std::min(s, k + 1);
-  int32_t found = 0;
-  for (int32_t v = 0; v < s;) {
-    const int32_t c = std::min(chunk, s - v);
-    chunk_.resize(c);
-    chunk_at_.resize(c);
-    for (int32_t j = 0; j < c; ++j, at = at + 1 == s ? 0 : at + 1) {
-      chunk_at_[j] = positions[at];
-      chunk_[j] = cand[positions[at]];
-    }
-    fw_->FilterRun(pre, chunk_, &verdict_chunk_);
-    for (int32_t j = 0; j < c; ++j) {
-      const int16_t f = verdict_chunk_.failed_plugin[j];
-      if (f != 0) {
-        if (!engine::CountRejection(*fw_, f, verdict_chunk_.code[j], scan)) return true;
-        continue;
-      }
-      if (found == k) {  // the (K+1)-th: every candidate before it was processed
-        scan->processed = (chunk_at_[j] - pos + m) % m;
-        return true;
-      }
-      scan->feasible.push_back(chunk_[j]);
-      ++found;
-    }
-    v += c;
-    chunk = std::max(2 * chunk, 256);
-  }
-  return found > 0;
+bool BatchCycle::ScanSelected(const engine::PreFilterResult& pre, int32_t m, int32_t k, engine::Scan* scan) {
+  const std::vector<engine::NodeIndex>& visit = selective_.nodes();
+  ScanChunks(pre, visit, 0, k, scan);
+  if (scan->error) return true;
+  if (scan->feasible.empty()) return false;
+  // Stopped at visit[processed], or visited every selected node (and so every candidate).
+  scan->processed = scan->processed < static_cast<int32_t>(visit.size()) ? selective_.Processed(scan->processed) : m;
+  return true;
 }
 
 absl::StatusOr<BatchComparison> CompareBatched(const ObjectSet& cluster, const SchedulerConfig& config,

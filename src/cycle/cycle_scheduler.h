@@ -101,7 +101,7 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   const ObjectSet& objects() const { return state_.objects(); }
   EngineEvaluator& engine_evaluator(size_t e) { return static_cast<EngineEvaluator&>(*evaluators_[e]); }
   void RestartBatch(size_t e);
-  void RestartAllBatches();
+  void RestartAllBatches();  // and the selective scans: nodes or the order changed
 
   // scheduler.cc: the cycle.
   // Schedule for a pod of profile `ev_index` that PreEnqueue let through (`out` names it).
@@ -143,6 +143,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   std::vector<std::unique_ptr<Evaluator>> evaluators_;
   std::vector<std::unique_ptr<ReferenceEvaluator>> dry_;  // per profile: the dry run's plugins
   std::vector<std::unique_ptr<BatchCycle>> batches_;      // per evaluator, when batched
+  // Per engine evaluator: the per-pod scan over the nodes a pod's node affinity names.
+  std::vector<std::unique_ptr<SelectiveScan>> selective_;
   BatchStats retired_stats_;                              // of runs replaced by RestartBatch
   std::vector<HostPlugins> host_;  // per profile: its plugins' steps on the host
   std::vector<Savepoint> savepoints_;  // open transactions, outermost first

@@ -69,11 +69,13 @@ absl::Status CycleScheduler::Init() {
 void CycleScheduler::Rebuilding() {
   evaluators_.clear();
   batches_.clear();
+  selective_.clear();
 }
 
 absl::Status CycleScheduler::Rebuilt() {
   for (auto& b : batches_) b->AddStats(&retired_stats_);
   batches_.clear();
+  selective_.clear();
   evaluators_.clear();
   if (options_.reference) {
     for (const Profile& p : config_.profiles) {
@@ -90,6 +92,8 @@ absl::Status CycleScheduler::Rebuilt() {
     fw->Prepare(*state_.snapshot());
     evaluators_.push_back(std::make_unique<EngineEvaluator>(std::move(fw), options_.backend == engine::Backend::kOmp));
   }
+  selective_.resize(evaluators_.size());
+  RestartAllBatches();
   if (options_.batch > 1 && !options_.explain) {
     batches_.resize(evaluators_.size());
     for (size_t e = 0; e < evaluators_.size(); ++e) RestartBatch(e);
@@ -194,6 +198,10 @@ void CycleScheduler::RestartBatch(size_t e) {
 
 void CycleScheduler::RestartAllBatches() {
   for (size_t e = 0; e < batches_.size(); ++e) RestartBatch(e);
+  for (size_t e = 0; e < selective_.size(); ++e) {
+    selective_[e] = std::make_unique<SelectiveScan>(engine_evaluator(e).framework().filter_plugins(),
+                                                    state_.snapshot(), &state_.order());
+  }
 }
 
 // --- the cycle ---------------------------------------------------------------------------
@@ -380,9 +388,20 @@ Placement CycleScheduler::ScheduleOne(const Pod& pod, Evaluator& ev_ref, size_t 
   std::map<std::string, int64_t> reasons;
   std::vector<std::string> rejectors = pre.rejectors;
   int32_t processed = m;
-  if (m > 0) {
-    ev->BeginScan(&candidates, next_start_ % m, k, state_.snapshot() ? state_.snapshot()->num_nodes() : 0);
+  const bool any_nominated = !nominated_on.empty();
+  // The nodes the pod's node affinity names, when only those can pass (SelectiveScan): the
+  // same feasible nodes, stop and advance, with no status kept for the nodes left out, so
+  // not when a node's status is shown (explain), filtered with nominated pods, or asked
+  // before the scan (fast_failed, which counts unless the scan rejects it).
+  SelectiveScan* selective = nullptr;
+  if (!explain && !any_nominated && fast_failed == engine::kNoId && m > 0 && !selective_.empty() &&
+      selective_[ev_index]->Applies(engine_evaluator(ev_index).pre_filter()) &&
+      selective_[ev_index]->Select(pod, next_start_ % m)) {
+    selective = selective_[ev_index].get();
   }
+  // Visited: visit[(visit_start + v) % size] for v = 0, 1, ...
+  const std::vector<NodeIndex>* visit = selective ? &selective->nodes() : &candidates;
+  int32_t visit_start = selective || m == 0 ? 0 : next_start_ % m;
   // Rejections by verdict (plugin and code) when the evaluator can name them: a status and
   // its reasons are built once per distinct verdict, not once per rejected node. Rejected
   // nodes it cannot name get an entry each.
@@ -397,52 +416,66 @@ Placement CycleScheduler::ScheduleOne(const Pod& pod, Evaluator& ev_ref, size_t 
   // A failing scan rejects every node, mostly alike: the last verdict seen answers first.
   int64_t last_key = -1;
   int32_t last_entry = -1;
-  const bool any_nominated = !nominated_on.empty();
-  for (int32_t v = 0, at = m > 0 ? next_start_ % m : 0; v < m; ++v, at = at + 1 == m ? 0 : at + 1) {
-    const NodeIndex i = candidates[at];
-    const bool plain = !explain && (!any_nominated || !nominated_on[i]);
-    const int64_t key = plain ? ev->VerdictKey(i) : -1;
-    if (key > 0) {
-      int32_t entry = key == last_key ? last_entry : -1;
-      for (size_t e = 0; entry < 0 && e < verdicts.size(); ++e) {
-        if (verdicts[e].key == key) entry = static_cast<int32_t>(e);
+  for (;;) {
+    const int32_t len = static_cast<int32_t>(visit->size());
+    if (len > 0) ev->BeginScan(visit, visit_start, k, state_.snapshot() ? state_.snapshot()->num_nodes() : 0);
+    for (int32_t v = 0, at = visit_start; v < len; ++v, at = at + 1 == len ? 0 : at + 1) {
+      const NodeIndex i = (*visit)[at];
+      const bool plain = !explain && (!any_nominated || !nominated_on[i]);
+      const int64_t key = plain ? ev->VerdictKey(i) : -1;
+      if (key > 0) {
+        int32_t entry = key == last_key ? last_entry : -1;
+        for (size_t e = 0; entry < 0 && e < verdicts.size(); ++e) {
+          if (verdicts[e].key == key) entry = static_cast<int32_t>(e);
+        }
+        if (entry >= 0) {
+          ++verdicts[entry].nodes;
+          rejected.push_back(i);
+          verdict_of.push_back(entry);
+          last_key = key;
+          last_entry = entry;
+          continue;
+        }
       }
-      if (entry >= 0) {
-        ++verdicts[entry].nodes;
+      std::string plugin;
+      PluginStatus s;  // Success: a node that passes needs no status built
+      if (key != 0) s = node_status(i, &plugin);
+      if (s.code == Code::kError) {
+        out.code = Code::kError;
+        out.message = s.Message();
+        return out;
+      }
+      if (s.IsSuccess()) {
+        if (static_cast<int32_t>(feasible.size()) == k) {  // the (K+1)-th: evaluated, dropped
+          processed = selective ? selective->Processed(v) : v;
+          break;
+        }
+        feasible.push_back(i);
+      } else {
         rejected.push_back(i);
-        verdict_of.push_back(entry);
-        last_key = key;
-        last_entry = entry;
-        continue;
+        verdict_of.push_back(static_cast<int32_t>(verdicts.size()));
+        verdicts.push_back({key, plugin, explain ? s : std::move(s), 1});  // key -1: this node's alone
+      }
+      if (explain) {
+        NodeExplanation ne;
+        ne.node = objects().nodes[i].meta.name;
+        ne.visited = true;
+        ne.filter_plugin = plugin;
+        ne.filter = s;
+        explain->nodes.push_back(std::move(ne));
       }
     }
-    std::string plugin;
-    PluginStatus s;  // Success: a node that passes needs no status built
-    if (key != 0) s = node_status(i, &plugin);
-    if (s.code == Code::kError) {
-      out.code = Code::kError;
-      out.message = s.Message();
-      return out;
-    }
-    if (s.IsSuccess()) {
-      if (static_cast<int32_t>(feasible.size()) == k) {  // the (K+1)-th: evaluated, dropped
-        processed = v;
-        break;
-      }
-      feasible.push_back(i);
-    } else {
-      rejected.push_back(i);
-      verdict_of.push_back(static_cast<int32_t>(verdicts.size()));
-      verdicts.push_back({key, plugin, explain ? s : std::move(s), 1});  // key -1: this node's alone
-    }
-    if (explain) {
-      NodeExplanation ne;
-      ne.node = objects().nodes[i].meta.name;
-      ne.visited = true;
-      ne.filter_plugin = plugin;
-      ne.filter = s;
-      explain->nodes.push_back(std::move(ne));
-    }
+    if (selective == nullptr || !feasible.empty()) break;
+    // Nothing fits among the selected nodes: the scan over every candidate counts every
+    // rejection for the FitError and PostFilter (the evaluator keeps the verdicts it found).
+    selective = nullptr;
+    visit = &candidates;
+    visit_start = next_start_ % m;
+    rejected.clear();
+    verdicts.clear();
+    verdict_of.clear();
+    last_key = -1;
+    last_entry = -1;
   }
   if (explain) ExplainShortfalls(pod, explain.get());
   filter_timer.reset();

@@ -647,7 +647,8 @@ TEST(BatchTest, RandomizedFifteenThousandNodes) {
 }
 
 // Distinct pods whose nodeSelector or required node affinity names a few nodes: the
-// batched cycle scans only the nodes carrying the selected labels (ScanSelected). Nodes
+// batched and the per-pod cycle scan only the nodes carrying the selected labels
+// (SelectiveScan). Nodes
 // failing an earlier Filter plugin (taints, unschedulable) sit among the skipped ones, some
 // selectors name no node or only nodes every pod is kept off (the FitError counts every
 // node), and node events in between move nodes into and out of the selected sets.
@@ -780,7 +781,7 @@ TEST(BatchTest, SelectiveNodeAffinityDistinctPodsMatchReference) {
       for (Profile& p : config.profiles) p.post_filter.clear();
     }
     auto run = [&](Scheduler& sched) { return ScheduleWithNodeEvents(sched, s); };
-    // Engine per pod against engine batched (ScanSelected) ...
+    // Engine per pod against engine batched (each scanning selectively, SelectiveScan) ...
     Options options;
     options.seed = k.seed;
     auto c = CompareBatched(s.cluster, config, options, run);
@@ -794,22 +795,26 @@ TEST(BatchTest, SelectiveNodeAffinityDistinctPodsMatchReference) {
     ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
     auto expected = run(**ref);
     ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
-    ASSERT_EQ(expected->size(), c->batched.size()) << what;
-    int64_t placed = 0, unschedulable = 0;
-    for (size_t j = 0; j < expected->size(); ++j) {
-      const Placement& want = (*expected)[j];
-      const Placement& got = c->batched[j];
-      EXPECT_EQ(want.node, got.node) << what << ", pod " << want.pod;
-      EXPECT_EQ(want.message, got.message) << what << ", pod " << want.pod;
-      EXPECT_EQ(want.score, got.score) << what << ", pod " << want.pod;
-      EXPECT_EQ(want.feasible, got.feasible) << what << ", pod " << want.pod;
-      if (HasFailure()) return;
-      placed += !want.node.empty();
-      unschedulable += want.node.empty();
+    // ... each against the scalar reference, which scans every node.
+    for (const auto& [side, placements] : {std::pair{"per pod", &c->per_pod}, std::pair{"batched", &c->batched}}) {
+      ASSERT_EQ(expected->size(), placements->size()) << what << ", " << side;
+      int64_t placed = 0, unschedulable = 0;
+      for (size_t j = 0; j < expected->size(); ++j) {
+        const Placement& want = (*expected)[j];
+        const Placement& got = (*placements)[j];
+        EXPECT_EQ(want.node, got.node) << what << ", " << side << ", pod " << want.pod;
+        EXPECT_EQ(want.message, got.message) << what << ", " << side << ", pod " << want.pod;
+        EXPECT_EQ(want.score, got.score) << what << ", " << side << ", pod " << want.pod;
+        EXPECT_EQ(want.feasible, got.feasible) << what << ", " << side << ", pod " << want.pod;
+        if (HasFailure()) return;
+        placed += !want.node.empty();
+        unschedulable += want.node.empty();
+      }
+      EXPECT_GT(placed, 0) << what;
+      EXPECT_GT(unschedulable, 0) << what;  // the fallback to a full scan was exercised
     }
-    EXPECT_GT(placed, 0) << what;
-    EXPECT_GT(unschedulable, 0) << what;  // the fallback to a full scan was exercised
     EXPECT_EQ(c->per_pod_next_start, (*ref)->next_start_index()) << what;
+    EXPECT_EQ(c->batched_next_start, (*ref)->next_start_index()) << what;
   }
 }
 

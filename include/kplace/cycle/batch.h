@@ -18,12 +18,12 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "kplace/config/config.h"
 #include "kplace/cycle/scheduler.h"
+#include "kplace/cycle/selective_scan.h"
 #include "kplace/engine/framework.h"
 #include "kplace/model/objects.h"
 
@@ -58,7 +58,7 @@ class BatchCycle {
   /** `order` is the scan (zone round-robin) order of snapshot indices and must outlive
    *  this; at most `max_batch` consecutive pods share one run. With `snapshot` (the one the
    *  framework was prepared on, outliving this), a pod whose nodeSelector or required node
-   *  affinity names few nodes scans only those (ScanSelected). The owner makes a new cycle
+   *  affinity names few nodes scans only those (SelectiveScan). The owner makes a new cycle
    *  when nodes or the visit order change. */
   BatchCycle(engine::Framework* framework, const std::vector<int32_t>* order, int32_t max_batch,
              const engine::Snapshot* snapshot = nullptr);
@@ -90,20 +90,10 @@ class BatchCycle {
    *  chunk is exactly enough when every node fits). */
   void ScanChunks(const engine::PreFilterResult& pre, const std::vector<int32_t>& cand, int32_t pos, int32_t k,
                   engine::Scan* scan);
-  /** Positions in order_ (ascending) of a superset of the nodes NodeAffinity's Filter passes
-   *  for `pod`: the nodes carrying one of its nodeSelector pairs, or one of the values of an
-   *  `In` requirement of every required term. Null when the pod names no such set, or the set
-   *  is too large for a scan over it to pay; may point at selected_. */
-  const std::vector<int32_t>* AffinityCandidates(const Pod& pod);
-  /** Positions in order_ of the nodes whose label `key` is `value` (empty when none). */
-  const std::vector<int32_t>& LabelPositions(const std::string& key, const std::string& value);
-  /** ScanChunks over the candidates at `positions` only, every other candidate being one
-   *  that NodeAffinity (or a Filter plugin before it, none of which errs) rejects: the same
-   *  feasible nodes, stop and start index advance. Rejections are counted for the visited
-   *  nodes only, so false when it found no feasible node (and no error): the caller scans
-   *  in full for the FitError's counts. */
-  bool ScanSelected(const engine::PreFilterResult& pre, const std::vector<int32_t>& cand,
-                    const std::vector<int32_t>& positions, int32_t pos, int32_t k, engine::Scan* scan);
+  /** ScanChunks over the selected candidates only (SelectiveScan), `m` in all: the same
+   *  feasible nodes, stop and start index advance. False when it found no feasible node
+   *  (and no error): the caller scans in full for the FitError's counts. */
+  bool ScanSelected(const engine::PreFilterResult& pre, int32_t m, int32_t k, engine::Scan* scan);
 
   engine::Framework* fw_;
   const std::vector<int32_t>* order_;
@@ -119,13 +109,7 @@ class BatchCycle {
   std::vector<engine::NodeIndex> allowed_, restricted_;
   std::vector<engine::NodeIndex> chunk_;
   engine::FilterResult verdict_chunk_;
-  // ScanSelected: the snapshot's node labels, NodeAffinity's Filter index (-1: no skipping,
-  // because a plugin before it in Filter order might err or NodeAffinity is not there), the
-  // label index per key and value built on first use, and the scan's buffers.
-  const engine::Snapshot* snapshot_ = nullptr;
-  int32_t affinity_filter_ = -1;
-  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<int32_t>>> label_positions_;
-  std::vector<int32_t> selected_, merged_, chunk_at_;
+  SelectiveScan selective_;
   engine::Scan scan_;
   engine::ScoreResult scores_;
 };
