@@ -377,6 +377,20 @@ std::string Verdict(const cycle::NodeFit& f) {
 
 // CanSchedulePod's verdicts equal the cycle's for every node the cycle visits (its
 // explanation), the reference's for every node, and the cycle's choice is among the fits.
+// Up to six pending pods with the constraints of the cluster's bound pods (every
+// `stride`-th), named like-<k>.
+std::vector<Pod> LikeExisting(const ObjectSet& cluster, size_t stride) {
+  std::vector<Pod> out;
+  for (size_t k = 0; k < 6 && k < cluster.pods.size(); ++k) {
+    Pod like = cluster.pods[k * stride % cluster.pods.size()];
+    like.meta.name = StrCat("like-", k);
+    like.meta.uid.clear();
+    like.node_name.clear();
+    out.push_back(std::move(like));
+  }
+  return out;
+}
+
 TEST(WhatIfTest, CanSchedulePodAgreesWithTheCycleAndTheReferenceRandomized) {
   int64_t fits = 0, rejected = 0, compared = 0;
   for (int32_t size : {40, 150}) {
@@ -384,13 +398,7 @@ TEST(WhatIfTest, CanSchedulePodAgreesWithTheCycleAndTheReferenceRandomized) {
       Random rc = MakeRandom(seed * 17 + static_cast<uint64_t>(size), size);
       std::vector<Pod> probes;
       for (const std::string cpu : {"500m", "3", "7"}) probes.push_back(MakePod("probe-" + cpu, "", cpu));
-      for (size_t k = 0; k < 6 && k < rc.cluster.pods.size(); ++k) {
-        Pod like = rc.cluster.pods[k * 5 % rc.cluster.pods.size()];  // an existing pod's constraints
-        like.meta.name = StrCat("like-", k);
-        like.meta.uid.clear();
-        like.node_name.clear();
-        probes.push_back(like);
-      }
+      for (Pod& like : LikeExisting(rc.cluster, 5)) probes.push_back(std::move(like));
       std::vector<std::vector<std::string>> sides;
       for (bool reference : {false, true}) {
         auto s = Make(rc.cluster, reference);
@@ -470,13 +478,7 @@ TEST(WhatIfTest, FirstFitReserveBindsWhereItFitsRandomized) {
       const Random rc = MakeRandom(seed * 31 + static_cast<uint64_t>(size), size);
       std::vector<Pod> pods;
       for (int k = 0; k < 16; ++k) pods.push_back(MakePod(StrCat("r", k), "", k % 3 == 0 ? "2" : k % 3 == 1 ? "1" : "500m"));
-      for (size_t k = 0; k < 6 && k < rc.cluster.pods.size(); ++k) {
-        Pod like = rc.cluster.pods[k * 7 % rc.cluster.pods.size()];  // an existing pod's constraints
-        like.meta.name = StrCat("like-", k);
-        like.meta.uid.clear();
-        like.node_name.clear();
-        pods.push_back(like);
-      }
+      for (Pod& like : LikeExisting(rc.cluster, 7)) pods.push_back(std::move(like));
       std::vector<std::string> sides;
       for (bool reference : {false, true}) {
         auto s = Make(rc.cluster, reference);
