@@ -65,6 +65,11 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
                                           int64_t pending_members) override;
   absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit) override;
+  absl::StatusOr<std::optional<std::string>> FirstFit(const Pod& pod, const std::vector<std::string>& nodes) override;
+  // Filter's walk: PreFilter, then each node in turn, every verdict into *out; with `out`
+  // null, no verdict built. The first node that fits, when `first_fit` stopped there ("": none).
+  absl::StatusOr<std::string> WalkFilter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit,
+                                         std::vector<NodeFit>* out);
   absl::Status Assume(const Pod& pod, const std::string& node) override;
   state::ClusterState& state() override { return state_; }
   const state::ClusterState& state() const override { return state_; }

@@ -53,6 +53,19 @@ absl::Status CycleScheduler::Assume(const Pod& pod, const std::string& node) {
 
 absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, const std::vector<std::string>& nodes,
                                                             bool first_fit) {
+  std::vector<NodeFit> out;
+  KPLACE_RETURN_IF_ERROR(WalkFilter(pod, nodes, first_fit, &out).status());
+  return out;
+}
+
+absl::StatusOr<std::optional<std::string>> CycleScheduler::FirstFit(const Pod& pod, const std::vector<std::string>& nodes) {
+  KPLACE_ASSIGN_OR_RETURN(std::string fit, WalkFilter(pod, nodes, true, nullptr));
+  if (fit.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(fit));
+}
+
+absl::StatusOr<std::string> CycleScheduler::WalkFilter(const Pod& pod, const std::vector<std::string>& nodes,
+                                                       bool first_fit, std::vector<NodeFit>* out) {
   KPLACE_ASSIGN_OR_RETURN(const size_t ev_index, PendingProfile(pod));
   std::vector<NodeIndex> rows;
   if (nodes.empty()) {  // every node in scan order: no name to look up
@@ -72,16 +85,19 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
   if (!batches_.empty()) RestartBatch(ev_index);  // the evaluator takes this pod: a run starts again
   Evaluator* ev = evaluators_[ev_index].get();
   const Evaluator::PreFilterOutcome pre = ev->PreFilter(pod);
-  std::vector<NodeFit> out;
   if (!pre.status.IsSuccess()) {
+    if (!out) return std::string();
     const std::string plugin = pre.rejectors.empty() ? "" : pre.rejectors[0];
-    out.reserve(rows.size());
-    for (size_t k = 0; k < rows.size(); ++k) out.push_back(NodeFit{name(k), pre.status, plugin});
-    return out;
+    out->reserve(rows.size());
+    for (size_t k = 0; k < rows.size(); ++k) out->push_back(NodeFit{name(k), pre.status, plugin});
+    return std::string();
   }
+  auto allowed = [&](NodeIndex i) {
+    return !pre.restricted || std::binary_search(pre.allowed.begin(), pre.allowed.end(), i);
+  };
   std::vector<NodeIndex> candidates;
   for (NodeIndex i : rows) {
-    if (!pre.restricted || std::binary_search(pre.allowed.begin(), pre.allowed.end(), i)) candidates.push_back(i);
+    if (allowed(i)) candidates.push_back(i);
   }
   if (!candidates.empty()) {
     ev->BeginScan(&candidates, 0, first_fit ? 1 : static_cast<int32_t>(candidates.size()),
@@ -89,20 +105,28 @@ absl::StatusOr<std::vector<NodeFit>> CycleScheduler::Filter(const Pod& pod, cons
   }
   std::unique_ptr<ReferenceDryRunHost> host;
   const std::vector<bool> nominated_on = NominatedFor(pod);
-  out.reserve(first_fit ? 1 : rows.size());
+  if (out) out->reserve(first_fit ? 1 : rows.size());
   for (size_t k = 0; k < rows.size(); ++k) {
+    if (!out) {  // the first fit only: a node's verdict key answers without its status
+      if (!allowed(rows[k])) continue;
+      const int64_t key = nominated_on.empty() || !nominated_on[rows[k]] ? ev->VerdictKey(rows[k]) : -1;
+      if (key > 0) continue;
+      std::string plugin;
+      if (key == 0 || NodeStatus(pod, ev, ev_index, nominated_on, &host, rows[k], &plugin).IsSuccess()) return name(k);
+      continue;
+    }
     NodeFit fit{name(k), PluginStatus::Success(), ""};
-    if (pre.restricted && !std::binary_search(pre.allowed.begin(), pre.allowed.end(), rows[k])) {
+    if (!allowed(rows[k])) {
       fit.status = PluginStatus::Make(Code::kUnschedulableAndUnresolvable, pre.absent_reason);
     } else {
       fit.status = NodeStatus(pod, ev, ev_index, nominated_on, &host, rows[k], &fit.plugin);
     }
     if (fit.status.IsSuccess()) fit.plugin.clear();
     const bool fits = fit.status.IsSuccess();
-    out.push_back(std::move(fit));
-    if (first_fit && fits) break;
+    out->push_back(std::move(fit));
+    if (first_fit && fits) return out->back().node;
   }
-  return out;
+  return std::string();
 }
 
 }  // namespace kplace::cycle

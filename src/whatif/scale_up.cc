@@ -118,16 +118,16 @@ class Planner {
         continue;
       }
       if (on_existing) {
-        KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler_->Filter(pod, {}, true));
-        if (!fits.empty() && fits.back().status.IsSuccess()) {
-          KPLACE_RETURN_IF_ERROR(Place(pod, fits.back().node));
+        KPLACE_ASSIGN_OR_RETURN(std::optional<std::string> fit, scheduler_->FirstFit(pod, {}));
+        if (fit) {
+          KPLACE_RETURN_IF_ERROR(Place(pod, *fit));
           continue;
         }
         on_existing = false;  // its like fit no node there either: the rest tries new nodes
       }
       if (!last_.empty()) {
-        KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, scheduler_->Filter(pod, {last_}, true));
-        if (fits[0].status.IsSuccess()) {
+        KPLACE_ASSIGN_OR_RETURN(std::optional<std::string> fit, scheduler_->FirstFit(pod, {last_}));
+        if (fit) {
           KPLACE_RETURN_IF_ERROR(Place(pod, last_));
           continue;
         }

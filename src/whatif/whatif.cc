@@ -189,10 +189,9 @@ absl::StatusOr<std::vector<cycle::NodeFit>> CanSchedulePod(cycle::Scheduler* sch
 
 absl::StatusOr<std::optional<std::string>> FirstFit(cycle::Scheduler* scheduler, const Pod& pod,
                                                     std::vector<std::string> order, bool reserve) {
-  KPLACE_ASSIGN_OR_RETURN(std::vector<cycle::NodeFit> fits, CanSchedulePod(scheduler, pod, std::move(order), true));
-  if (fits.empty() || !fits.back().status.IsSuccess()) return std::optional<std::string>();
-  if (reserve) KPLACE_RETURN_IF_ERROR(scheduler->Assume(pod, fits.back().node));
-  return std::optional<std::string>(fits.back().node);
+  KPLACE_ASSIGN_OR_RETURN(std::optional<std::string> fit, scheduler->FirstFit(pod, order));
+  if (fit && reserve) KPLACE_RETURN_IF_ERROR(scheduler->Assume(pod, *fit));
+  return fit;
 }
 
 }  // namespace kplace::whatif

@@ -228,6 +228,10 @@ class Scheduler {
    *  cluster holds bound already. */
   virtual absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes,
                                                       bool first_fit) = 0;
+  /** @brief Filter with `first_fit`, answering only the node that fits (nullopt: none),
+   *  without building the verdicts of the nodes it passes: Cluster Autoscaler's predicate
+   *  check, as whatif::FirstFit and ScaleUp ask it. Errors as Filter's. */
+  virtual absl::StatusOr<std::optional<std::string>> FirstFit(const Pod& pod, const std::vector<std::string>& nodes) = 0;
   /** @brief Binds `pod` to `node` as a cycle that chose that node does (the Reserve plugins,
    *  then the pod joins the node; its nomination ends), without a cycle: for what-ifs that
    *  choose nodes themselves (whatif::ScaleUp). The start index stays.
