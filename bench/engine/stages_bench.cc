@@ -453,6 +453,25 @@ BENCHMARK(BM_WhatIfReplicas)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The objects of a List's `items` into *into; false when they do not decode.
+bool DecodeItems(const std::string& items, ObjectSet* into) {
+  return DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", into).ok();
+}
+
+// A scheduler (omp, or the reference) over `cluster`, which it reads; null after telling
+// `state` why.
+std::unique_ptr<cycle::Scheduler> OverCluster(benchmark::State& state, const ObjectSet& cluster, bool reference = false) {
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  options.reference = reference;
+  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) {
+    state.SkipWithError(std::string(s.status().message()).c_str());
+    return nullptr;
+  }
+  return std::move(*s);
+}
+
 // Issue #36's consolidation shape: range(0) nodes in 10 zones, 10 bound pods each in groups
 // of 10 (label group=g<k>; every 10th group spread over zones with maxSkew 1, every 10th
 // but one required anti-affine per hostname, both as `kplace gen --constraint-percent`
@@ -483,26 +502,21 @@ void BM_WhatIfConsolidate(benchmark::State& state) {
                     R"("nodeName":"node-)", (g * 10 + i % 10) % nodes,
                     R"(","containers":[{"name":"c","image":"pause","resources":{"requests":{"cpu":"500m","memory":"1Gi"}}}]}})");
   }
-  static ObjectSet cluster;  // the scheduler reads it; built once per size
-  cluster = ObjectSet();
-  if (!DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", &cluster).ok()) {
-    return state.SkipWithError("cannot decode the cluster");
-  }
-  cycle::Options options;
-  options.backend = engine::Backend::kOmp;
-  options.reference = state.range(2) != 0;
-  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
-  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
-  std::vector<std::string> candidates = (*s)->state().NodeOrder();
+  ObjectSet cluster;
+  if (!DecodeItems(items, &cluster)) return state.SkipWithError("cannot decode the cluster");
+  const bool reference = state.range(2) != 0;
+  auto s = OverCluster(state, cluster, reference);
+  if (!s) return;
+  std::vector<std::string> candidates = s->state().NodeOrder();
   candidates.resize(static_cast<size_t>(state.range(1)));
   int64_t drained = 0;
   for (auto _ : state) {
-    auto r = whatif::Consolidate(s->get(), candidates);
+    auto r = whatif::Consolidate(s.get(), candidates);
     if (!r.ok()) return state.SkipWithError(std::string(r.status().message()).c_str());
     drained += static_cast<int64_t>(r->size());
   }
   state.SetItemsProcessed(drained);
-  state.SetLabel(options.reference ? "reference" : "engine");
+  state.SetLabel(reference ? "reference" : "engine");
 }
 BENCHMARK(BM_WhatIfConsolidate)
     ->Args({5000, 200, 0})
@@ -517,27 +531,22 @@ BENCHMARK(BM_WhatIfConsolidate)
 void BM_WhatIfScaleUpRunOnce(benchmark::State& state) {
   const int32_t nodes = static_cast<int32_t>(state.range(0));
   ObjectSet cluster, pending, templates;
-  auto decode = [](const std::string& items, ObjectSet* into) {
-    return DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", into).ok();
-  };
   std::string pods;
   for (int32_t i = 0; i < 50 * nodes; ++i) {
     pods += StrCat(i ? "," : "", R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod-)", i,
                    R"(","namespace":"default"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"200m","memory":"200Mi"}}}]}})");
   }
-  if (!decode("", &cluster) || !decode(pods, &pending) ||
-      !decode(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"ng1","labels":{}},"status":{"allocatable":{"cpu":"10","memory":"10000Mi","pods":"110"}}})",
+  if (!DecodeItems("", &cluster) || !DecodeItems(pods, &pending) ||
+      !DecodeItems(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"ng1","labels":{}},"status":{"allocatable":{"cpu":"10","memory":"10000Mi","pods":"110"}}})",
               &templates)) {
     return state.SkipWithError("cannot decode the objects");
   }
-  cycle::Options options;
-  options.backend = engine::Backend::kOmp;
-  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
-  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  auto s = OverCluster(state, cluster);
+  if (!s) return;
   whatif::ScaleUpOptions limit;
   limit.max_nodes = 10000;
   for (auto _ : state) {
-    auto r = whatif::ScaleUp(s->get(), pending.pods, templates.nodes, limit);
+    auto r = whatif::ScaleUp(s.get(), pending.pods, templates.nodes, limit);
     if (!r.ok() || r->new_nodes.at("ng1") != nodes) return state.SkipWithError("the plan is not one node per 50 pods");
   }
   state.SetItemsProcessed(static_cast<int64_t>(pending.pods.size()) * state.iterations());
@@ -560,17 +569,12 @@ void BM_WhatIfScaleDownRunOnce(benchmark::State& state) {
                     R"("spec":{"nodeName":"ng1-node-)", i % nodes,
                     R"(","containers":[{"name":"c","resources":{"requests":{"cpu":"100m","memory":"100Mi"}}}]}})");
   }
-  static ObjectSet cluster;
-  cluster = ObjectSet();
-  if (!DecodeText(StrCat(R"({"apiVersion":"v1","kind":"List","items":[)", items, "]}"), "bench", &cluster).ok()) {
-    return state.SkipWithError("cannot decode the cluster");
-  }
-  cycle::Options options;
-  options.backend = engine::Backend::kOmp;
-  auto s = cycle::Scheduler::Create(cluster, DefaultSchedulerConfig(), options);
-  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  ObjectSet cluster;
+  if (!DecodeItems(items, &cluster)) return state.SkipWithError("cannot decode the cluster");
+  auto s = OverCluster(state, cluster);
+  if (!s) return;
   for (auto _ : state) {
-    auto r = whatif::Consolidate(s->get(), {});
+    auto r = whatif::Consolidate(s.get(), {});
     if (!r.ok() || static_cast<int32_t>(r->size()) != nodes) return state.SkipWithError("Consolidate");
     for (const whatif::DrainResult& d : *r) {
       if (!d.drainable) return state.SkipWithError("a node could not go");
