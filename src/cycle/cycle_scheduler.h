@@ -62,8 +62,8 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   absl::Status Init();
 
   Placement Schedule(const Pod& pod) override;
-  std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
-                                          int64_t pending_members) override;
+  void SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members, int64_t pending_members,
+                        const std::vector<Placement*>& out) override;
   absl::StatusOr<std::vector<NodeFit>> Filter(const Pod& pod, const std::vector<std::string>& nodes, bool first_fit) override;
   absl::StatusOr<std::optional<std::string>> FirstFit(const Pod& pod, const std::vector<std::string>& nodes) override;
   // Filter's walk: PreFilter, then each node in turn, every verdict into *out; with `out`

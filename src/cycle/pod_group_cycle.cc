@@ -70,12 +70,15 @@ int32_t GroupPriority(const PodGroup& group, const ObjectSet& objects) {
 }
 
 // validatePodGroup: one profile, the group's priority and one preemption policy for every
-// member, queued and bound. "" when the group is valid.
-std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queued, const std::vector<const Pod*>& bound) {
-  const std::string& scheduler = queued.front()->scheduler_name;
-  const char* policy = PreemptionPolicyName(*queued.front());
-  auto check = [&](const Pod& pod) -> std::string {
-    if (pod.scheduler_name != scheduler) {
+// member, queued and bound. "" when the group is valid. Queued members compare the profile
+// each was found in (profile names are unique), bound ones their names.
+std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queued, const std::vector<size_t>& profiles,
+                    const std::vector<const Pod*>& bound) {
+  const Pod& first = *queued.front();
+  const std::string& scheduler = first.scheduler_name;
+  const char* policy = PreemptionPolicyName(first);
+  auto check = [&](const Pod& pod, bool same_scheduler) -> std::string {
+    if (!same_scheduler) {
       return StrCat("all pods in a single pod group should have the same .spec.schedulerName set, got: ",
                     GoQuote(pod.scheduler_name), " and ", GoQuote(scheduler));
     }
@@ -84,17 +87,18 @@ std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queue
       return StrCat("all pods in a single pod group should have the same priority as the pod group's priority, got ",
                     priority, " and ", group_priority);
     }
-    if (std::string_view(PreemptionPolicyName(pod)) != policy) {
+    // Unset and PreemptLowerPriority are one policy; equal strings need no name.
+    if (pod.preemption_policy != first.preemption_policy && std::string_view(PreemptionPolicyName(pod)) != policy) {
       return StrCat("all pods in a single pod group should have the same preemption policy, got ",
                     PreemptionPolicyName(pod), " and ", policy);
     }
     return "";
   };
-  for (const Pod* p : queued) {
-    if (std::string e = check(*p); !e.empty()) return e;
+  for (size_t k = 0; k < queued.size(); ++k) {
+    if (std::string e = check(*queued[k], profiles[k] == profiles.front()); !e.empty()) return e;
   }
   for (const Pod* p : bound) {
-    if (std::string e = check(*p); !e.empty()) return e;
+    if (std::string e = check(*p, p->scheduler_name == scheduler); !e.empty()) return e;
   }
   return "";
 }
@@ -124,9 +128,8 @@ std::vector<int32_t> PodGroupsInQueue(const std::vector<Pod>& pending, const std
   return group;
 }
 
-std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
-                                                        int64_t pending_members) {
-  std::vector<Placement> out(members.size());
+void CycleScheduler::SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
+                                      int64_t pending_members, const std::vector<Placement*>& out) {
   const PodGroup* pg = state_.FindPodGroup(group);
   const std::vector<const Pod*> bound = state_.PodGroupMembers(group);
   // PreEnqueue: the profile's plugins, then GangScheduling's (appended to the profile).
@@ -135,7 +138,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
   std::vector<size_t> profile_of(members.size());
   for (size_t m = 0; m < members.size(); ++m) {
     const Pod& pod = *members[m];
-    Placement& p = out[m];
+    Placement& p = *out[m];
     p.pod = ObjectKey(pod.meta);
     const size_t ev_index = ProfileOf(pod);
     if (ev_index == evaluators_.size() || state_.FindBoundPod(p.pod)) {
@@ -159,7 +162,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     }
     queued.push_back(m);
   }
-  if (queued.empty()) return out;
+  if (queued.empty()) return;
 
   auto outcome = std::make_shared<PodGroupOutcome>();
   outcome->pod_group = group;
@@ -168,21 +171,27 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     outcome->reason = s.code == Code::kSuccess ? "Scheduled" : s.code == Code::kError ? "SchedulerError" : "Unschedulable";
     outcome->message = s.Message();
     for (size_t m : queued) {
-      out[m].pod_group = outcome;
-      if (out[m].node.empty()) state_.ClearNomination(out[m].pod);  // clearNominatedNode
+      Placement& p = *out[m];
+      p.pod_group = outcome;
+      if (p.node.empty()) state_.ClearNomination(p.pod);  // clearNominatedNode
     }
   };
 
   std::vector<const Pod*> pods;
+  std::vector<size_t> profiles;
   pods.reserve(queued.size());
-  for (size_t m : queued) pods.push_back(members[m]);
-  if (std::string e = Invalid(GroupPriority(*pg, objects()), pods, bound); !e.empty()) {
+  profiles.reserve(queued.size());
+  for (size_t m : queued) {
+    pods.push_back(members[m]);
+    profiles.push_back(profile_of[m]);
+  }
+  if (std::string e = Invalid(GroupPriority(*pg, objects()), pods, profiles, bound); !e.empty()) {
     for (size_t m : queued) {
-      out[m].code = Code::kError;
-      out[m].message = e;
+      out[m]->code = Code::kError;
+      out[m]->message = e;
     }
     finish({Code::kError, false, e});
-    return out;
+    return;
   }
 
   Feasibility progress{pg->min_count.value_or(1), static_cast<int64_t>(bound.size()), static_cast<int64_t>(queued.size())};
@@ -199,14 +208,13 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     // (the start index, the counters, random draws) stays moved, as upstream's does.
     in_pod_group_ = true;
     for (size_t m : queued) {
-      Placement admitted;
-      admitted.pod = std::move(out[m].pod);  // the result takes its place
-      out[m] = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(admitted));
+      Placement& p = *out[m];  // its key alone so far: the cycle's result takes its place
+      p = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(p));
       ++evaluated;
-      const bool fits = !out[m].node.empty();
-      const bool failed = out[m].code == Code::kError;
+      const bool fits = !p.node.empty();
+      const bool failed = p.code == Code::kError;
       if (failed) {
-        status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", out[m].message)};
+        status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", p.message)};
         break;
       }
       --progress.remaining;
@@ -239,7 +247,7 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
   // Members the cycle did not reach take the group's status; members that fit in a group
   // that failed are rejected with its message; members that did not fit keep their own.
   for (size_t k = 0; k < queued.size(); ++k) {
-    Placement& p = out[queued[k]];
+    Placement& p = *out[queued[k]];
     if (status.code == Code::kError) {
       if (p.code != Code::kError) {
         p.code = Code::kError;
@@ -261,7 +269,6 @@ std::vector<Placement> CycleScheduler::SchedulePodGroup(const std::string& group
     }
   }
   finish(status);
-  return out;
 }
 
 }  // namespace kplace::cycle

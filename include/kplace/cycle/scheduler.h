@@ -215,9 +215,10 @@ class Scheduler {
    *  one view of the cluster, each seeing the ones placed before it, and GangScheduling's
    *  minCount decides all or nothing: on success the members that fit are bound, otherwise
    *  none is. `pending_members`: the group's pods pending anywhere (PreEnqueue counts them
-   *  with the bound ones against minCount). One result per member, in order. */
-  virtual std::vector<Placement> SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
-                                                  int64_t pending_members) = 0;
+   *  with the bound ones against minCount). Member m's result is written to *out[m], which
+   *  holds no earlier result (ScheduleAll passes its own slots: no copy per member). */
+  virtual void SchedulePodGroup(const std::string& group, const std::vector<const Pod*>& members,
+                                int64_t pending_members, const std::vector<Placement*>& out) = 0;
   /** @brief PreFilter, then Filter on each of `nodes` (names, in the order given; empty:
    *  every node in scan order) as a
    *  scheduling cycle filters them, pending pods nominated there counted
