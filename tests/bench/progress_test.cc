@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
 #include "kplace/bench/sweep.h"
 #include "kplace/cli/commands.h"
 
@@ -60,8 +62,10 @@ bool HaveMatplotlib() {
 TEST(SweepPlotTest, WritesThePngThroughThePlotScript) {
   if (!HaveMatplotlib()) GTEST_SKIP() << "no python3 with matplotlib (tools/setup installs it)";
   setenv("KPLACE_TOOLS_DIR", KPLACE_SOURCE_DIR "/tools", 1);
-  const std::string png = ::testing::TempDir() + "kplace_sweep_plot_test.png";
-  const std::string csv = ::testing::TempDir() + "kplace_sweep_plot_test.csv";
+  // Per process: two test runs on one machine must not share the files.
+  const std::string stem = ::testing::TempDir() + "kplace_sweep_plot_test_" + std::to_string(getpid());
+  const std::string png = stem + ".png";
+  const std::string csv = stem + ".csv";
   std::remove(png.c_str());
   const std::string plot = "--plot=" + png;
   const char* argv[] = {"bench", "--sweep=affinity", "--kinds=none,required-anti,preferred-spread", "--sweep-nodes=20,40",
