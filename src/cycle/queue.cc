@@ -179,21 +179,21 @@ bool SchedulingQueue::Flush() {
       active_keys_.insert(p.pod);
       continue;
     }
-    auto [it, fresh] = slot_.emplace(p.pod, results_.size());
+    const auto [it, fresh] = slot_.emplace(p.pod, results_.size());
+    const size_t at = it->second;
     if (fresh) {
       results_.push_back(std::move(p));
     } else {
-      p.attempts += results_[it->second].attempts;
-      results_[it->second] = std::move(p);
+      p.attempts += results_[at].attempts;
+      results_[at] = std::move(p);
     }
-    const Placement& r = results_[slot_.at(ObjectKey(pod.meta))];
+    const Placement& r = results_[at];  // r.pod is the pod's key
     if (r.gated && r.gating_plugin == "SchedulingGates") {
-      gated_[ObjectKey(pod.meta)] = pod;
+      gated_[r.pod] = pod;
     } else if (r.node.empty() && !r.other_scheduler) {
       // Another PreEnqueue plugin's pod waits for the events that plugin registers, as an
       // unschedulable pod waits for its rejectors'.
-      unschedulable_[ObjectKey(pod.meta)] =
-          Waiting{pod, r.gated ? std::vector<std::string>{r.gating_plugin} : r.unschedulable_plugins};
+      unschedulable_[r.pod] = Waiting{pod, r.gated ? std::vector<std::string>{r.gating_plugin} : r.unschedulable_plugins};
     }
   }
   return !stopped;

@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "kplace/cycle/queueing_hints.h"
 #include "kplace/cycle/scheduler.h"
@@ -71,14 +72,15 @@ class SchedulingQueue {
   Scheduler* scheduler_;
   std::function<bool(const Placement&)> each_;
   std::vector<Pod> active_;                     // arrival order; ScheduleAll sorts
-  std::set<std::string> active_keys_;
+  absl::flat_hash_set<std::string> active_keys_;  // hashed: looked up for every pod added
   struct Waiting {
     Pod pod;
     std::vector<std::string> plugins;  // Placement::unschedulable_plugins of its last attempt
   };
   std::map<std::string, Waiting> unschedulable_;  // tried, did not fit, by key
   std::map<std::string, Pod> gated_;            // held by scheduling gates, by key
-  std::map<std::string, size_t> slot_;          // key -> index in results_
+  absl::flat_hash_map<std::string, size_t> slot_;  // key -> index in results_
+  // (unschedulable_ and gated_ stay ordered: a requeue's order is the queue's tie-break.)
   std::vector<Placement> results_;
   QueueStats stats_;
 };
