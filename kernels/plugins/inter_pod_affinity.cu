@@ -191,6 +191,65 @@ struct MatchTable {
 // Cached term sets are dropped wholesale past this many (each costs a match per bind).
 constexpr size_t kMaxMatchTables = 4096;
 
+/** One (key, value) label of interned ids as one hash key. */
+uint64_t LabelKey(int32_t key, int32_t value) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(key)) << 32) | static_cast<uint32_t>(value);
+}
+
+/** The first `In` requirement of a selector that can match something: every pod it matches
+ *  carries one of its values. Null when there is none. */
+const Requirement* RequiredLabel(const Selector& s) {
+  if (s.nothing) return nullptr;
+  for (const Requirement& r : s.reqs) {
+    if (r.op == Op::kIn) return &r;
+  }
+  return nullptr;
+}
+
+/** f(value) for each distinct value of a requirement (its values are sorted). */
+template <typename F>
+void ForEachValue(const Requirement& r, F f) {
+  for (size_t i = 0; i < r.values.size(); ++i) {
+    if (i == 0 || r.values[i] != r.values[i - 1]) f(r.values[i]);
+  }
+}
+
+/** Existing terms (ids) by a label their selector requires: each value of its first `In`
+ *  requirement (a pod carries one value of a key, so it reaches a term at most once). Terms
+ *  without one are every pod's candidates; a nil selector matches nothing and is left out.
+ *  An incoming pod is then matched against the terms its labels reach, not every distinct
+ *  existing term: the cost of a pod is its labels, not the cluster's term count. */
+class TermIndex {
+ public:
+  void Add(int32_t id, const Selector& s) {
+    if (s.nothing) return;
+    if (const Requirement* r = RequiredLabel(s)) {
+      ForEachValue(*r, [&](int32_t v) { by_label_[LabelKey(r->key, v)].push_back(id); });
+    } else {
+      unanchored_.push_back(id);
+    }
+  }
+  /** f(id) for every term `labels` can match (a superset: the caller still matches). */
+  template <typename F>
+  void ForEachCandidate(const LabelIds& labels, F f) const {
+    for (int32_t id : unanchored_) f(id);
+    if (by_label_.empty()) return;
+    for (const auto& [key, value] : labels) {
+      auto it = by_label_.find(LabelKey(key, value));
+      if (it == by_label_.end()) continue;
+      for (int32_t id : it->second) f(id);
+    }
+  }
+  void Clear() {
+    by_label_.clear();
+    unanchored_.clear();
+  }
+
+ private:
+  std::unordered_map<uint64_t, std::vector<int32_t>> by_label_;
+  std::vector<int32_t> unanchored_;
+};
+
 enum class TermKind { kRequiredAffinity, kRequiredAnti, kPreferredAffinity, kPreferredAnti };
 
 /** Per-domain host tables of one pod, by slot (ordered: deterministic key lists). */
@@ -439,6 +498,7 @@ class InterPodAffinity final : public engine::Plugin {
     slot_dense_.clear();
     domains_host_.clear();
     classes_.clear();
+    classes_by_label_.clear();
     class_by_hash_.clear();
     counted_.clear();
     tables_.clear();
@@ -446,8 +506,8 @@ class InterPodAffinity final : public engine::Plugin {
     terms_.clear();
     term_of_.clear();
     last_existing_ = LastExistingTerms{};
-    anti_terms_.clear();
-    score_terms_.clear();
+    anti_terms_.Clear();
+    score_terms_.Clear();
     ReadNamespaces(s);
     for (NodeIndex i = 0; i < n_; ++i) {
       for (const Pod* p : s.pods_on(i)) counted_[p] = AddExistingPod(*p, i);
@@ -725,12 +785,12 @@ class InterPodAffinity final : public engine::Plugin {
     const LabelIds& ns_labels = NamespaceLabels(x.ns);
     // E: existing pods' required anti-affinity terms that match the pod (§3.2).
     SlotTables existing;
-    for (int32_t id : anti_terms_) {
+    anti_terms_.ForEachCandidate(x.labels, [&](int32_t id) {
       const ExistingTerm& et = terms_[id];
-      if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
+      if (!et.term.Matches(x.ns, x.labels, ns_labels)) return;
       std::vector<int64_t>& table = Dense(&existing, et.term.slot);
       for (const auto& [d, cell] : et.cells) table[d] += cell.required_anti;
-    }
+    });
     // A: pods matching every affinity term, counted in each term's domains (§3.3). Every
     // key gets its table, all zero when A is empty.
     if (!x.affinity.empty()) {
@@ -871,14 +931,14 @@ class InterPodAffinity final : public engine::Plugin {
     }
     const int64_t hard = args_.hard_pod_affinity_weight;
     const LabelIds& ns_labels = NamespaceLabels(x.ns);
-    for (int32_t id : score_terms_) {
+    score_terms_.ForEachCandidate(x.labels, [&](int32_t id) {
       const ExistingTerm& et = terms_[id];
-      if (!et.term.Matches(x.ns, x.labels, ns_labels)) continue;
+      if (!et.term.Matches(x.ns, x.labels, ns_labels)) return;
       for (const auto& [d, cell] : et.cells) {
         const bool fires = (hard > 0 && cell.required_aff > 0) || cell.preferred > 0;
         if (fires) add(et.term.slot, d, (hard > 0 ? hard * cell.required_aff : 0) + cell.preferred_weight);
       }
-    }
+    });
   }
 
   // PreScore in full (§5): the slots the rows enter, in slot order, each a dense table of
@@ -1217,6 +1277,7 @@ class InterPodAffinity final : public engine::Plugin {
     for (size_t t = 0; t < tables_.size(); ++t) {
       if (tables_[t].Matches(c.ns, c.labels)) c.tables.push_back(static_cast<int32_t>(t));
     }
+    for (const auto& [k, v] : c.labels) classes_by_label_[LabelKey(k, v)].push_back(static_cast<int32_t>(classes_.size()));
     classes_.push_back(std::move(c));
     return head->second;
   }
@@ -1257,12 +1318,22 @@ class InterPodAffinity final : public engine::Plugin {
     t.slots = DistinctSlots(terms);
     t.slots.erase(std::remove(t.slots.begin(), t.slots.end(), -1), t.slots.end());
     t.counts.resize(t.slots.size());
-    for (PodClass& c : classes_) {
-      if (!t.Matches(c.ns, c.labels)) continue;
+    auto count = [&](PodClass& c) {
+      if (!t.Matches(c.ns, c.labels)) return;
       c.tables.push_back(static_cast<int32_t>(tables_.size()));
       for (size_t i = 0; i < t.slots.size(); ++i) {
-        for (const auto& [d, count] : c.per_slot[t.slots[i]]) t.counts[i][d] += count;
+        for (const auto& [d, n] : c.per_slot[t.slots[i]]) t.counts[i][d] += n;
       }
+    };
+    // Only the classes that carry a label the first term requires can match all terms.
+    if (const Requirement* r = terms.empty() ? nullptr : RequiredLabel(terms[0].selector)) {
+      ForEachValue(*r, [&](int32_t v) {
+        auto it = classes_by_label_.find(LabelKey(r->key, v));
+        if (it == classes_by_label_.end()) return;
+        for (int32_t c : it->second) count(classes_[c]);
+      });
+    } else {
+      for (PodClass& c : classes_) count(c);
     }
     tables_.push_back(std::move(t));
     return tables_.back();
@@ -1329,7 +1400,7 @@ class InterPodAffinity final : public engine::Plugin {
     switch (kind) {
       case TermKind::kRequiredAnti:
         cell.required_anti += delta;
-        if (!et.in_anti_list) anti_terms_.push_back(id);
+        if (!et.in_anti_list) anti_terms_.Add(id, et.term.selector);
         et.in_anti_list = true;
         return;
       case TermKind::kRequiredAffinity:
@@ -1344,7 +1415,7 @@ class InterPodAffinity final : public engine::Plugin {
         cell.preferred_weight -= delta * weight;
         break;
     }
-    if (!et.in_score_list) score_terms_.push_back(id);
+    if (!et.in_score_list) score_terms_.Add(id, et.term.selector);
     et.in_score_list = true;
   }
 
@@ -1383,14 +1454,15 @@ class InterPodAffinity final : public engine::Plugin {
   // Existing pods.
   std::vector<PodClass> classes_;
   std::unordered_map<size_t, int32_t> class_by_hash_;  // hash of namespace and labels -> first class
+  std::unordered_map<uint64_t, std::vector<int32_t>> classes_by_label_;  // LabelKey -> classes carrying it
   std::deque<MatchTable> tables_;
   std::unordered_map<std::string, int32_t> table_of_;
   std::vector<ExistingTerm> terms_;
   std::unordered_map<std::string, int32_t> term_of_;
   LastExistingTerms last_existing_;
   std::unordered_map<const Pod*, BoundPod> counted_;  // what each bound pod added, by its address
-  std::vector<int32_t> anti_terms_;   // terms with required anti-affinity cells
-  std::vector<int32_t> score_terms_;  // terms with required affinity or preferred cells
+  TermIndex anti_terms_;   // terms with required anti-affinity cells
+  TermIndex score_terms_;  // terms with required affinity or preferred cells
 
   // The current pod.
   IpaFilterParams filter_{};
