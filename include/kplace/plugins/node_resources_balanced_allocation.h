@@ -50,11 +50,8 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, c
   return half + (half + BalancedScoreOf(with_pod, 2) - BalancedScoreOf(without_pod, 2)) / 2;
 }
 
-KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
-  if (!p.fit.use_non_zero && FitScoresCpuMemory(p.fit)) {
-    const int64_t fast = BalancedScoreCpuMemory(v, p, i);
-    if (fast >= 0) return fast;
-  }
+/** Any resources: the loop over resources. */
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreNodeGeneral(const FitNodeView& v, const BalancedParams& p, int32_t i) {
   double with_pod[kMaxScoringResources], without_pod[kMaxScoringResources];
   int32_t n = 0;
   for (int32_t k = 0; k < p.fit.num_resources; ++k) {
@@ -68,6 +65,14 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const 
   }
   const int64_t half = kMaxNodeScore / 2;
   return half + (half + BalancedScoreOf(with_pod, n) - BalancedScoreOf(without_pod, n)) / 2;
+}
+
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
+  if (!p.fit.use_non_zero && FitScoresCpuMemory(p.fit)) {
+    const int64_t fast = BalancedScoreCpuMemory(v, p, i);
+    if (fast >= 0) return fast;
+  }
+  return BalancedScoreNodeGeneral(v, p, i);
 }
 
 }  // namespace kplace::plugins

@@ -167,23 +167,12 @@ KPLACE_HOST_DEVICE inline bool FitScoresCpuMemory(const FitScoreParams& p) {
 KPLACE_HOST_DEVICE inline void FitLeastAllocatedTerm(int64_t a, int64_t q, int64_t weight, int64_t* numerator,
                                                      int64_t* weights) {
   if (a == 0) return;
-  *numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * weight;
+  *numerator += (q > a ? 0 : NonNegativeDiv(GoMul(a - q, kMaxNodeScore), a)) * weight;
   *weights += weight;
 }
 
-KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
-  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
-    int64_t numerator = 0, weights = 0;
-    const FitScoreResource& cpu = p.resources[0];
-    const FitScoreResource& mem = p.resources[1];
-    FitLeastAllocatedTerm(v.alloc_cpu_milli[i],
-                          SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request),
-                          cpu.weight, &numerator, &weights);
-    FitLeastAllocatedTerm(v.alloc_mem_bytes[i],
-                          SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request),
-                          mem.weight, &numerator, &weights);
-    return weights == 0 ? 0 : numerator / weights;
-  }
+/** Any strategy over any resources: the loop over resources. */
+KPLACE_HOST_DEVICE inline int64_t FitScoreNodeGeneral(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
   int64_t numerator = 0, weights = 0;
   for (int32_t k = 0; k < p.num_resources; ++k) {
     const FitScoreResource& r = p.resources[k];
@@ -215,6 +204,22 @@ KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitSc
     return static_cast<int64_t>(round(x));  // Go math.Round: half away from zero
   }
   return numerator / weights;
+}
+
+KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
+  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
+    int64_t numerator = 0, weights = 0;
+    const FitScoreResource& cpu = p.resources[0];
+    const FitScoreResource& mem = p.resources[1];
+    FitLeastAllocatedTerm(v.alloc_cpu_milli[i],
+                          SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request),
+                          cpu.weight, &numerator, &weights);
+    FitLeastAllocatedTerm(v.alloc_mem_bytes[i],
+                          SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request),
+                          mem.weight, &numerator, &weights);
+    return weights == 0 ? 0 : NonNegativeDiv(numerator, weights);
+  }
+  return FitScoreNodeGeneral(v, p, i);
 }
 
 }  // namespace kplace::plugins
