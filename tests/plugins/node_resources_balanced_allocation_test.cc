@@ -218,8 +218,10 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
   const int64_t kBig = std::numeric_limits<int64_t>::max() - 5;
   auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
   for (int trial = 0; trial < 20000; ++trial) {
-    int64_t alloc_cpu = pick({0, 1, 1000, 4000, 3999, kBig}), alloc_mem = pick({0, 7, 1 << 30, 32LL << 30, kBig});
-    int64_t req_cpu = pick({0, 1, 500, 4000, 9000, kBig}), req_mem = pick({0, 3, 1 << 29, 40LL << 30, kBig});
+    const int64_t edge = plugins::kFitExactBelow;  // LeastAllocated's double quotients end there
+    int64_t alloc_cpu = pick({0, 1, 1000, 4000, 3999, edge - 1, edge, kBig});
+    int64_t alloc_mem = pick({0, 7, 1 << 30, 32LL << 30, edge - 1, edge, kBig});
+    int64_t req_cpu = pick({0, 1, 500, 4000, 9000, edge - 2, kBig}), req_mem = pick({0, 3, 1 << 29, 40LL << 30, edge - 2, kBig});
     int64_t nz_cpu = req_cpu + pick({0, 100}), nz_mem = req_mem + pick({0, 200});
     int64_t zero = 0;
     plugins::FitNodeView v{1, &alloc_cpu, &alloc_mem, &zero, &zero, &req_cpu, &req_mem, &zero, &nz_cpu, &nz_mem, &zero,
@@ -233,7 +235,7 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
     fast.resources[0].weight = pick({1, 3});
     fast.resources[1].kind = plugins::FitResourceKind::kMemory;
     fast.resources[1].pod_request = pick({0, 1 << 20, 8LL << 30, kBig});
-    fast.resources[1].weight = pick({1, 2});
+    fast.resources[1].weight = pick({1, 2, 3});
     plugins::FitScoreParams loop = fast;
     std::swap(loop.resources[0], loop.resources[1]);
     ASSERT_TRUE(plugins::FitScoresCpuMemory(fast));
