@@ -41,6 +41,9 @@ struct FitNodeView {
   const int32_t* scalar_slot;
   const int64_t* alloc_scalar;
   const int64_t* req_scalar;
+  // BalancedAllocation's balance of the node's own cpu and memory requests (both
+  // allocatable > 0; BalancedOwnCpuMemory), kept per node; null: computed per pod.
+  const int64_t* own_balance = nullptr;
 };
 
 /** Node i's allocatable and requested amounts of scalar `slot` (0, 0 when it has none). */
