@@ -23,6 +23,9 @@ class ResourceColumns {
   using FitNodeView = plugins::FitNodeView;
 
  public:
+  /** Keep own_balance_ too (BalancedAllocation reads it; NodeResourcesFit's copy does not). */
+  void KeepsOwnBalance() { keeps_own_balance_ = true; }
+
   void Build(const Snapshot& s) {
     n_ = s.num_nodes();
     pod_level_ = s.gates().Enabled("PodLevelResources");
@@ -265,7 +268,7 @@ class ResourceColumns {
     return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
                        req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
                        pod_count_.ptr(), scalar_offsets_.ptr(), scalar_slot_.ptr(), alloc_scalar_.ptr(),
-                       req_scalar_.ptr(), own_balance_.ptr()};
+                       req_scalar_.ptr(), keeps_own_balance_ ? own_balance_.ptr() : nullptr};
   }
   bool pod_level() const { return pod_level_; }
 
@@ -282,6 +285,7 @@ class ResourceColumns {
   }
   /** After node i's cpu or memory columns changed. */
   void KeepOwnBalance(NodeIndex i) {
+    if (!keeps_own_balance_) return;
     const int64_t b = OwnBalance(i);
     if (own_balance_.host[i] != b) own_balance_.Set(i, b);
   }
@@ -311,7 +315,7 @@ class ResourceColumns {
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
-    own_balance_.host[i] = OwnBalance(i);
+    if (keeps_own_balance_) own_balance_.host[i] = OwnBalance(i);
   }
 
   int32_t n_ = 0;
@@ -319,7 +323,8 @@ class ResourceColumns {
   std::map<std::string, int32_t> slots_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
-  Column<int64_t> own_balance_;  // BalancedOwnCpuMemory per node
+  Column<int64_t> own_balance_;  // BalancedOwnCpuMemory per node, when keeps_own_balance_
+  bool keeps_own_balance_ = false;
   Column<int32_t> scalar_offsets_, scalar_slot_;
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
 };
