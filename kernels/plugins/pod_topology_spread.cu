@@ -300,8 +300,7 @@ class PodTopologySpread final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     n_ = s.num_nodes();
     columns_.clear();
-    tables_.clear();
-    eligibilities_.clear();
+    ForgetTables();
     selector_counts_.clear();
     masks_.Build(s);
     pods_by_ns_.clear();
@@ -435,8 +434,7 @@ class PodTopologySpread final : public engine::Plugin {
     const Node& now = s.node(node);
     if (old.meta.labels == now.meta.labels && old.taints == now.taints) return true;
     columns_.clear();
-    tables_.clear();
-    eligibilities_.clear();
+    ForgetTables();
     return true;
   }
 
@@ -445,8 +443,7 @@ class PodTopologySpread final : public engine::Plugin {
     n_ = s.num_nodes();
     masks_.AddNode(s, node);
     columns_.clear();
-    tables_.clear();
-    eligibilities_.clear();
+    ForgetTables();
     selector_counts_.clear();
     return true;
   }
@@ -455,8 +452,8 @@ class PodTopologySpread final : public engine::Plugin {
     if (spread::IsTerminating(pod)) return true;  // never counted
     if (!RemoveRef(pod, node)) return false;
     if (MatchCounts(pod, node, -1)) {
-      for (auto& [key, t] : tables_) {
-        if (t->pods->matched) t->RemovePodOn(node);
+      for (const auto& [pods, t] : TableList()) {
+        if (pods->matched) t->RemovePodOn(node);
       }
     }
     return true;
@@ -477,8 +474,8 @@ class PodTopologySpread final : public engine::Plugin {
     }
     AddRef(PodRef{stored, node});
     if (MatchCounts(pod, node, +1)) {
-      for (auto& [key, t] : tables_) {
-        if (t->pods->matched) t->AddPodOn(node);
+      for (const auto& [pods, t] : TableList()) {
+        if (pods->matched) t->AddPodOn(node);
       }
     }
   }
@@ -611,6 +608,7 @@ class PodTopologySpread final : public engine::Plugin {
     t->RecomputeMin();
     t->counts.Upload();
     Evict(tables_, kMaxDomainTables, [](const std::unique_ptr<DomainTable>&) { return true; });
+    table_list_valid_ = false;
     return (tables_[key] = std::move(t)).get();
   }
 
@@ -680,6 +678,23 @@ class PodTopologySpread final : public engine::Plugin {
     return any;
   }
 
+  void ForgetTables() {
+    tables_.clear();
+    eligibilities_.clear();
+    table_list_valid_ = false;
+  }
+
+  // The tables with the counts each reads, in one array: a bind visits every table, and
+  // walking the map's nodes to each table's counts misses the cache per table.
+  const std::vector<std::pair<const SelectorCounts*, DomainTable*>>& TableList() {
+    if (!table_list_valid_) {
+      table_list_.clear();
+      for (auto& [key, t] : tables_) table_list_.emplace_back(t->pods.get(), t.get());
+      table_list_valid_ = true;
+    }
+    return table_list_;
+  }
+
   // The cached entry of `key`, marked used by the current pod; null when there is none.
   template <typename Map>
   typename Map::mapped_type* Touch(Map& map, const std::string& key) {
@@ -723,6 +738,8 @@ class PodTopologySpread final : public engine::Plugin {
   std::unordered_map<std::string, std::unique_ptr<DomainColumn>> columns_;
   std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
   std::unordered_map<std::string, std::shared_ptr<Eligibility>> eligibilities_;  // by key, shared by tables
+  std::vector<std::pair<const SelectorCounts*, DomainTable*>> table_list_;      // TableList()
+  bool table_list_valid_ = false;
   std::unordered_map<std::string, std::shared_ptr<SelectorCounts>> selector_counts_;
   PlacementMasks masks_;
   void AddRef(PodRef r) {
