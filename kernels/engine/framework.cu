@@ -112,6 +112,7 @@ class BackendFramework final : public engine::Framework {
   const PreFilterResult& PreFilterRun(const Pod& pod) override {
     pod_ = &pod;
     ++pod_count_;
+    ++run_pods_;
     if (local_only_ && self_check_) {
       // Every pod of a local-only run asks the other plugins again: they must still skip.
       std::vector<std::pair<const engine::Plugin*, int64_t>> constant;
@@ -423,6 +424,8 @@ class BackendFramework final : public engine::Framework {
  public:
   void BeginRun(const Pod& first) override {
     run_first_ = &first;
+    after_single_ = run_pods_ == 1;
+    run_pods_ = 0;
     for (auto& [name, plugin] : by_name_) {
       if (plugin->NodeLocal()) plugin->StartPod(first, *snapshot_);
     }
@@ -436,6 +439,10 @@ class BackendFramework final : public engine::Framework {
   }
 
   void FilterRun(const PreFilterResult& pre, const std::vector<NodeIndex>& nodes, FilterResult* out) override {
+    if (Unkept()) {
+      FilterNodes(pre, nodes, out);
+      return;
+    }
     const bool any_other = HoldLocal(pre, nodes.data(), static_cast<int32_t>(nodes.size()));
     const size_t c = nodes.size();
     out->failed_plugin.resize(c);
@@ -567,6 +574,10 @@ class BackendFramework final : public engine::Framework {
   }
 
   void ScoreRun(const std::vector<NodeIndex>& feasible, ScoreResult* result) override {
+    if (Unkept()) {
+      ScoreInto(feasible, /*per_plugin=*/false, result);
+      return;
+    }
     ScoreResult& out = *result;
     out.status = PluginStatus::Success();
     const int32_t count = static_cast<int32_t>(feasible.size());
@@ -625,6 +636,11 @@ class BackendFramework final : public engine::Framework {
     NodeMarks valid;  // host; empty until the run first scores with the plugin
     vector<int64_t> raw;         // backend, indexed by node
   };
+
+  /** The run's first pod after a run of one pod: likely one of a stream of distinct pods,
+   *  for which the per-node caches of a run cost more than they save (a pod after a longer
+   *  run fills them, as the run's later pods read them). */
+  bool Unkept() const { return run_pods_ == 1 && after_single_; }
 
   /** Makes run_local_ hold the node-local Filter plugins' first failure for the listed
    *  nodes (computed on a node's first visit in the run, and again after a bind to it);
@@ -966,6 +982,9 @@ class BackendFramework final : public engine::Framework {
   // failure per node and raw or summed scores per node, each with a per-node flag saying
   // it is held (cleared by a bind to the node). Backend buffers here only grow.
   const Pod* run_first_ = nullptr;
+  // The run's pods so far (PreFilterRun), and whether the run before it had one (Unkept).
+  int32_t run_pods_ = 0;
+  bool after_single_ = false;
   std::vector<PreFilterMemo> run_pre_filter_;
   std::vector<std::optional<PluginStatus>> run_pre_score_;
   bool run_filter_valid_ = false;

@@ -33,7 +33,10 @@ class NodeResourcesBalancedAllocation final : public ResourceColumnsPlugin {
   const char* Name() const override { return "NodeResourcesBalancedAllocation"; }
   unsigned ExtensionPoints() const override { return kPreScorePoint | kScorePoint; }
 
-  void Prepare(const Snapshot& s) override { columns_.Build(s); }
+  void Prepare(const Snapshot& s) override {
+    columns_.KeepsOwnBalance();
+    columns_.Build(s);
+  }
 
   PluginStatus PreScore(const Pod& pod, const Snapshot&, const std::vector<NodeIndex>&) override {
     const ResourceList raw = PodRequests(pod, nullptr, columns_.pod_level());

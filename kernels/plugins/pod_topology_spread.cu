@@ -128,14 +128,22 @@ struct SelectorCounts {
   }
 };
 
+/** The nodes a table counts and how many per domain. They follow from the key, the
+ *  inclusion and the required keys, not from the selector: tables of one node placement
+ *  share them, so a new selector there costs no pass over every node. */
+struct Eligibility {
+  std::vector<uint8_t> eligible;        // per node
+  std::vector<int32_t> eligible_nodes;  // per domain
+  uint64_t last_used = 0;
+};
+
 /** Matching pods per domain for one (namespace, selector, key, inclusion, keys) tuple. */
 struct DomainTable {
   std::shared_ptr<SelectorCounts> pods;  // the (namespace, selector) it counts
   const DomainColumn* column = nullptr;
   bool missing_as_empty = false;
-  std::vector<uint8_t> eligible;        // per node
-  std::vector<int32_t> eligible_nodes;  // per domain
-  Column<int64_t> counts;               // per domain
+  std::shared_ptr<const Eligibility> eligibility;
+  Column<int64_t> counts;  // per domain
   int32_t eligible_domains = 0;
   int64_t min_count = INT32_MAX;  // over eligible domains; MaxInt32 when there are none
   int32_t at_min = 0;
@@ -150,6 +158,7 @@ struct DomainTable {
     eligible_domains = 0;
     min_count = INT32_MAX;
     at_min = 0;
+    const std::vector<int32_t>& eligible_nodes = eligibility->eligible_nodes;
     for (size_t d = 0; d < eligible_nodes.size(); ++d) {
       if (eligible_nodes[d] == 0) continue;
       ++eligible_domains;
@@ -166,7 +175,7 @@ struct DomainTable {
   /** One more matching pod on node n. Counts only grow, so the minimum moves only when
    *  the last domain at the minimum leaves it. */
   void AddPodOn(NodeIndex n) {
-    if (!eligible[n]) return;
+    if (!eligibility->eligible[n]) return;
     int32_t d = DomainOf(n);
     int64_t before = counts.host[d];
     counts.Set(d, before + 1);
@@ -175,7 +184,7 @@ struct DomainTable {
 
   /** One matching pod fewer on node n: the domain may become the minimum alone. */
   void RemovePodOn(NodeIndex n) {
-    if (!eligible[n]) return;
+    if (!eligibility->eligible[n]) return;
     int32_t d = DomainOf(n);
     int64_t after = counts.host[d] - 1;
     counts.Set(d, after);
@@ -291,7 +300,7 @@ class PodTopologySpread final : public engine::Plugin {
   void Prepare(const Snapshot& s) override {
     n_ = s.num_nodes();
     columns_.clear();
-    tables_.clear();
+    ForgetTables();
     selector_counts_.clear();
     masks_.Build(s);
     pods_by_ns_.clear();
@@ -425,7 +434,7 @@ class PodTopologySpread final : public engine::Plugin {
     const Node& now = s.node(node);
     if (old.meta.labels == now.meta.labels && old.taints == now.taints) return true;
     columns_.clear();
-    tables_.clear();
+    ForgetTables();
     return true;
   }
 
@@ -434,7 +443,7 @@ class PodTopologySpread final : public engine::Plugin {
     n_ = s.num_nodes();
     masks_.AddNode(s, node);
     columns_.clear();
-    tables_.clear();
+    ForgetTables();
     selector_counts_.clear();
     return true;
   }
@@ -443,8 +452,8 @@ class PodTopologySpread final : public engine::Plugin {
     if (spread::IsTerminating(pod)) return true;  // never counted
     if (!RemoveRef(pod, node)) return false;
     if (MatchCounts(pod, node, -1)) {
-      for (auto& [key, t] : tables_) {
-        if (t->pods->matched) t->RemovePodOn(node);
+      for (const auto& [pods, t] : TableList()) {
+        if (pods->matched) t->RemovePodOn(node);
       }
     }
     return true;
@@ -465,8 +474,8 @@ class PodTopologySpread final : public engine::Plugin {
     }
     AddRef(PodRef{stored, node});
     if (MatchCounts(pod, node, +1)) {
-      for (auto& [key, t] : tables_) {
-        if (t->pods->matched) t->AddPodOn(node);
+      for (const auto& [pods, t] : TableList()) {
+        if (pods->matched) t->AddPodOn(node);
       }
     }
   }
@@ -564,67 +573,75 @@ class PodTopologySpread final : public engine::Plugin {
 
   DomainTable* GetTable(const Snapshot& s, PodContext& ctx, const std::string& ns, const Constraint& c,
                         const std::vector<std::string>& required_keys, bool missing_as_empty) {
+    // A pod with no nodeSelector and no required node affinity is placed anywhere: no mask.
+    const spread::RequiredPlacement& placement = ctx.placement();
+    const bool placed = c.affinity_honored && (!placement.node_selector().empty() || placement.has_affinity());
     std::string key;
     auto field = [&key](const std::string& v) {
       key += std::to_string(v.size());
       key += ':';
       key += v;
     };
-    field(ns);
-    field(c.selector.Key());
     field(c.topology_key);
-    field(c.affinity_honored ? ctx.placement().key() : std::string("-"));
+    field(placed ? placement.key() : std::string("-"));
     field(c.taints_honored ? ctx.tolerations_key() : std::string("-"));
     key += std::to_string(required_keys.size());
     for (const std::string& k : required_keys) field(k);
     key += missing_as_empty ? 'E' : 'M';
-    auto it = tables_.find(key);
-    if (it != tables_.end()) {
-      it->second->last_used = epoch_;
-      return it->second.get();
-    }
+    const std::string eligibility_key = key;
+    field(ns);
+    field(c.selector.Key());
+    if (auto* held = Touch(tables_, key)) return held->get();
 
     auto t = std::make_unique<DomainTable>();
     t->pods = GetSelectorCounts(ns, c.selector);
     t->column = GetColumn(s, c.topology_key);
     t->missing_as_empty = missing_as_empty;
     t->last_used = epoch_;
-    std::vector<const DomainColumn*> required;
-    for (const std::string& k : required_keys) required.push_back(GetColumn(s, k));
-    const int32_t num_domains = t->column->num_domains;
-    t->eligible.assign(n_, 0);
-    t->eligible_nodes.assign(num_domains, 0);
-    t->counts.host.assign(num_domains, 0);
-    // A pod with no nodeSelector and no required node affinity is placed anywhere: no mask.
-    const spread::RequiredPlacement& placement = ctx.placement();
-    const bool placed = c.affinity_honored && (!placement.node_selector().empty() || placement.has_affinity());
-    for (NodeIndex n = 0; n < n_; ++n) {
-      bool ok = t->DomainOf(n) >= 0;
-      for (const DomainColumn* col : required) ok = ok && col->dom.host[n] >= 0;
-      if (ok && placed) ok = ctx.PlacementMask()[n];
-      if (ok && c.taints_honored) ok = ctx.TaintMask()[n];
-      if (!ok) continue;
-      t->eligible[n] = 1;
-      ++t->eligible_nodes[t->DomainOf(n)];
-    }
+    t->eligibility = GetEligibility(s, ctx, eligibility_key, *t, c, placed, required_keys);
+    t->counts.host.assign(t->column->num_domains, 0);
+    const std::vector<uint8_t>& eligible = t->eligibility->eligible;
     const SelectorCounts& pods = *t->pods;
     for (NodeIndex n : pods.nodes) {
-      if (t->eligible[n]) t->counts.host[t->DomainOf(n)] += pods.counts.host[n];
+      if (eligible[n]) t->counts.host[t->DomainOf(n)] += pods.counts.host[n];
     }
     t->RecomputeMin();
     t->counts.Upload();
     Evict(tables_, kMaxDomainTables, [](const std::unique_ptr<DomainTable>&) { return true; });
+    table_list_valid_ = false;
     return (tables_[key] = std::move(t)).get();
+  }
+
+  // The nodes table `t` counts: one pass over every node when its key is new.
+  std::shared_ptr<const Eligibility> GetEligibility(const Snapshot& s, PodContext& ctx, const std::string& key,
+                                                    const DomainTable& t, const Constraint& c, bool placed,
+                                                    const std::vector<std::string>& required_keys) {
+    if (auto* held = Touch(eligibilities_, key)) return *held;
+    auto e = std::make_shared<Eligibility>();
+    e->last_used = epoch_;
+    std::vector<const DomainColumn*> required;
+    for (const std::string& k : required_keys) required.push_back(GetColumn(s, k));
+    e->eligible.assign(n_, 0);
+    e->eligible_nodes.assign(t.column->num_domains, 0);
+    for (NodeIndex n = 0; n < n_; ++n) {
+      bool ok = t.DomainOf(n) >= 0;
+      for (const DomainColumn* col : required) ok = ok && col->dom.host[n] >= 0;
+      if (ok && placed) ok = ctx.PlacementMask()[n];
+      if (ok && c.taints_honored) ok = ctx.TaintMask()[n];
+      if (!ok) continue;
+      e->eligible[n] = 1;
+      ++e->eligible_nodes[t.DomainOf(n)];
+    }
+    // One a table holds stays: the table reads it on every bind.
+    Evict(eligibilities_, kMaxDomainTables,
+          [](const std::shared_ptr<Eligibility>& held) { return held.use_count() == 1; });
+    return eligibilities_[key] = std::move(e);
   }
 
   // Matching pods per node of (ns, selector): one pass over the namespace's pods when new.
   const std::shared_ptr<SelectorCounts>& GetSelectorCounts(const std::string& ns, const PodSelector& selector) {
     std::string key = std::to_string(ns.size()) + ":" + ns + selector.Key();
-    auto it = selector_counts_.find(key);
-    if (it != selector_counts_.end()) {
-      it->second->last_used = epoch_;
-      return it->second;
-    }
+    if (auto* held = Touch(selector_counts_, key)) return *held;
     auto t = std::make_shared<SelectorCounts>();
     t->ns = ns;
     t->selector = selector;
@@ -661,6 +678,32 @@ class PodTopologySpread final : public engine::Plugin {
     return any;
   }
 
+  void ForgetTables() {
+    tables_.clear();
+    eligibilities_.clear();
+    table_list_valid_ = false;
+  }
+
+  // The tables with the counts each reads, in one array: a bind visits every table, and
+  // walking the map's nodes to each table's counts misses the cache per table.
+  const std::vector<std::pair<const SelectorCounts*, DomainTable*>>& TableList() {
+    if (!table_list_valid_) {
+      table_list_.clear();
+      for (auto& [key, t] : tables_) table_list_.emplace_back(t->pods.get(), t.get());
+      table_list_valid_ = true;
+    }
+    return table_list_;
+  }
+
+  // The cached entry of `key`, marked used by the current pod; null when there is none.
+  template <typename Map>
+  typename Map::mapped_type* Touch(Map& map, const std::string& key) {
+    auto it = map.find(key);
+    if (it == map.end()) return nullptr;
+    it->second->last_used = epoch_;
+    return &it->second;
+  }
+
   // Drops the least recently used entry that `evictable` allows once the cache is full,
   // sparing entries the current pod already holds (used in this phase or the one before).
   template <typename Map, typename Pred>
@@ -694,6 +737,9 @@ class PodTopologySpread final : public engine::Plugin {
   uint64_t epoch_ = 1;
   std::unordered_map<std::string, std::unique_ptr<DomainColumn>> columns_;
   std::unordered_map<std::string, std::unique_ptr<DomainTable>> tables_;
+  std::unordered_map<std::string, std::shared_ptr<Eligibility>> eligibilities_;  // by key, shared by tables
+  std::vector<std::pair<const SelectorCounts*, DomainTable*>> table_list_;      // TableList()
+  bool table_list_valid_ = false;
   std::unordered_map<std::string, std::shared_ptr<SelectorCounts>> selector_counts_;
   PlacementMasks masks_;
   void AddRef(PodRef r) {

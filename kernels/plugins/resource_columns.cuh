@@ -11,6 +11,7 @@
 #include "kernels/backend.cuh"
 #include "kplace/common/int_math.h"
 #include "kplace/model/requests.h"
+#include "kplace/plugins/node_resources_balanced_allocation.h"
 #include "kplace/plugins/node_resources_fit.h"
 
 namespace kplace::KPLACE_BACKEND_NS {
@@ -22,11 +23,14 @@ class ResourceColumns {
   using FitNodeView = plugins::FitNodeView;
 
  public:
+  /** Keep own_balance_ too (BalancedAllocation reads it; NodeResourcesFit's copy does not). */
+  void KeepsOwnBalance() { keeps_own_balance_ = true; }
+
   void Build(const Snapshot& s) {
     n_ = s.num_nodes();
     pod_level_ = s.gates().Enabled("PodLevelResources");
     for (Column<int64_t>* c : {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_, &req_mem_,
-                               &req_eph_, &nz_cpu_, &nz_mem_, &pod_count_}) {
+                               &req_eph_, &nz_cpu_, &nz_mem_, &pod_count_, &own_balance_}) {
       c->host.assign(n_, 0);
     }
     std::vector<NodeResources> nodes(n_);
@@ -77,6 +81,7 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, add);
     for (const auto& [entry, v] : scalar_adds) add(req_scalar_, static_cast<size_t>(entry), v);
+    KeepOwnBalance(i);
   }
 
   /** Node i's allocatable and the sums of its pods' requests: ComputeNodeResources, from
@@ -121,6 +126,7 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, sub);
     for (const auto& [entry, v] : scalar_adds_) sub(req_scalar_, static_cast<size_t>(entry), v);
+    KeepOwnBalance(i);
   }
 
   /** Node i's columns as one node (index 0) on the host, as they would be without the pods
@@ -205,6 +211,7 @@ class ResourceColumns {
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     for (const auto& [k, amount] : scalars) set(alloc_scalar_, static_cast<size_t>(k), amount);
+    KeepOwnBalance(i);
     return true;
   }
 
@@ -222,7 +229,7 @@ class ResourceColumns {
     }
     scalar_offsets_.Push(static_cast<int32_t>(scalar_slot_.host.size()));
     for (Column<int64_t>* c : {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_, &req_mem_, &req_eph_,
-                               &nz_cpu_, &nz_mem_, &pod_count_}) {
+                               &nz_cpu_, &nz_mem_, &pod_count_, &own_balance_}) {
       c->Push(0);
     }
     auto set = [](Column<int64_t>& c, size_t k, int64_t v) { c.Set(k, v); };
@@ -231,6 +238,7 @@ class ResourceColumns {
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
+    KeepOwnBalance(i);
   }
 
   /** Node i's request sums computed again from its pods. */
@@ -247,6 +255,7 @@ class ResourceColumns {
       }
       set(req_scalar_, static_cast<size_t>(k), v);
     }
+    KeepOwnBalance(i);
   }
 
   /** Column slot of a scalar resource, or -1 when no node has it. */
@@ -259,14 +268,26 @@ class ResourceColumns {
     return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
                        req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
                        pod_count_.ptr(), scalar_offsets_.ptr(), scalar_slot_.ptr(), alloc_scalar_.ptr(),
-                       req_scalar_.ptr()};
+                       req_scalar_.ptr(), keeps_own_balance_ ? own_balance_.ptr() : nullptr};
   }
   bool pod_level() const { return pod_level_; }
 
  private:
   std::vector<Column<int64_t>*> All() {
     return {&alloc_cpu_, &alloc_mem_, &alloc_eph_, &alloc_pods_, &req_cpu_,  &req_mem_,
-            &req_eph_,   &nz_cpu_,    &nz_mem_,    &pod_count_,  &alloc_scalar_, &req_scalar_};
+            &req_eph_,   &nz_cpu_,    &nz_mem_,    &pod_count_,  &alloc_scalar_, &req_scalar_, &own_balance_};
+  }
+  /** BalancedOwnCpuMemory of node i's host columns (0 where an allocatable is 0:
+   *  BalancedAllocation's fast path does not read it there). */
+  int64_t OwnBalance(NodeIndex i) const {
+    const int64_t a_cpu = alloc_cpu_.host[i], a_mem = alloc_mem_.host[i];
+    return a_cpu == 0 || a_mem == 0 ? 0 : plugins::BalancedOwnCpuMemory(req_cpu_.host[i], a_cpu, req_mem_.host[i], a_mem);
+  }
+  /** After node i's cpu or memory columns changed. */
+  void KeepOwnBalance(NodeIndex i) {
+    if (!keeps_own_balance_) return;
+    const int64_t b = OwnBalance(i);
+    if (own_balance_.host[i] != b) own_balance_.Set(i, b);
   }
   int32_t SlotOf(const std::string& name) {
     auto [it, inserted] = slots_.emplace(name, static_cast<int32_t>(slots_.size()));
@@ -294,6 +315,7 @@ class ResourceColumns {
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
+    if (keeps_own_balance_) own_balance_.host[i] = OwnBalance(i);
   }
 
   int32_t n_ = 0;
@@ -301,6 +323,8 @@ class ResourceColumns {
   std::map<std::string, int32_t> slots_;
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
+  Column<int64_t> own_balance_;  // BalancedOwnCpuMemory per node, when keeps_own_balance_
+  bool keeps_own_balance_ = false;
   Column<int32_t> scalar_offsets_, scalar_slot_;
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;
 };

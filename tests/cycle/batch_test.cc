@@ -525,6 +525,21 @@ TEST(BatchTest, RandomizedSmallClusters) {
   }
 }
 
+// Runs of one and two pods: a run's first pod filters and scores as a single pod does,
+// without the run's per-node caches, and its second fills them.
+TEST(BatchTest, RandomizedRunsOfOneAndTwo) {
+  for (int seed = 301; seed <= 306; ++seed) {
+    const int32_t nodes = std::vector<int32_t>{60, 250, 1200}[seed % 3];
+    Scenario s = RandomScenario(seed, nodes, 300, 2);
+    Options options;
+    options.tie_break = seed % 2 == 0 ? TieBreak::kRandom : TieBreak::kHeap;
+    options.seed = seed;
+    ExpectSame(s, TwoProfiles(engine::Backend::kOmp, seed % 3 == 0 ? 100 : 0), options,
+               StrCat("seed ", seed, ", ", nodes, " nodes"));
+    if (HasFailure()) return;
+  }
+}
+
 TEST(BatchTest, RandomizedLargeClusters) {
   struct Case {
     int32_t nodes, pods, max_run;

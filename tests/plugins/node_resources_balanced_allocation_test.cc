@@ -1,5 +1,6 @@
 #include <limits>
 #include <random>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -137,19 +138,25 @@ TEST(NodeResourcesBalancedAllocationTest, SkippedResourcesAndBestEffortPods) {
   EXPECT_TRUE(both(MakePod("p", {{"example.com/gpu", "1"}}), gpu).IsSuccess());
 }
 
+// The plugin alone on the omp backend, prepared over `snapshot`.
+std::unique_ptr<engine::Framework> BalancedFramework(const engine::Snapshot& snapshot, const PluginArgs& args = {}) {
+  Profile profile = SinglePluginsProfile(kBa);
+  profile.args = args;
+  std::string error;
+  auto fw = engine::Framework::Create(engine::Backend::kOmp, profile, {}, &error);
+  if (!fw) throw std::runtime_error(error);
+  fw->Prepare(snapshot);
+  return fw;
+}
+
 TEST(NodeResourcesBalancedAllocationTest, ColumnsFollowBindings) {
   ObjectSet c;
   c.nodes.push_back(MakeNode("n0", {{"cpu", "4"}, {"memory", "8Gi"}, {"example.com/gpu", "2"}, {"pods", "32"}}));
   c.nodes.push_back(MakeNode("n1", {{"cpu", "8"}, {"memory", "4Gi"}, {"pods", "32"}}));
   PluginArgs args;
   args.balanced_allocation.resources = {{"cpu", 1}, {"memory", 1}, {"example.com/gpu", 1}, {"vendor.io/fpga", 1}};
-  Profile profile = SinglePluginsProfile(kBa);
-  profile.args = args;
-  std::string error;
-  auto fw = engine::Framework::Create(engine::Backend::kOmp, profile, {}, &error);
-  ASSERT_NE(fw, nullptr) << error;
   engine::Snapshot snapshot(c, {});
-  fw->Prepare(snapshot);
+  auto fw = BalancedFramework(snapshot, args);
   ObjectSet bound = c;
   const std::vector<Pod> binds = {MakePod("b0", {{"cpu", "1"}, {"memory", "1Gi"}, {"example.com/gpu", "1"}}),
                                   MakePod("b1", {{"cpu", "3"}, {"vendor.io/fpga", "1"}}),  // a scalar no node has
@@ -163,6 +170,33 @@ TEST(NodeResourcesBalancedAllocationTest, ColumnsFollowBindings) {
     fw->PreFilter(probe);
     engine::ScoreResult got = fw->Score({0, 1});
     EXPECT_EQ(got.raw[0], Scores(bound, probe, args)) << "after bind " << k;
+  }
+}
+
+// The default resources (cpu and memory) read each node's own balance from a column kept
+// by binds: after every bind, a framework that bound them scores as one built afresh.
+TEST(NodeResourcesBalancedAllocationTest, OwnBalanceFollowsBindings) {
+  std::mt19937_64 rng(4242);
+  auto pick = [&](std::vector<std::string> v) { return v[rng() % v.size()]; };
+  ObjectSet c;
+  for (int i = 0; i < 6; ++i) {
+    c.nodes.push_back(MakeNode("n" + std::to_string(i), {{"cpu", pick({"2", "4", "16"})},
+                                                         {"memory", pick({"4Gi", "16Gi", "128Gi"})},
+                                                         {"pods", "110"}}));
+  }
+  engine::Snapshot snapshot(c, {});
+  auto fw = BalancedFramework(snapshot);
+  ObjectSet bound = c;
+  for (int k = 0; k < 60; ++k) {
+    const Pod pod = MakePod("b" + std::to_string(k), {{"cpu", pick({"100m", "1", "3"})}, {"memory", pick({"256Mi", "2Gi"})}});
+    const engine::NodeIndex target = static_cast<engine::NodeIndex>(rng() % c.nodes.size());
+    const Pod& recorded = snapshot.Bind(pod, target);
+    fw->Bind(recorded, target);
+    bound.pods.push_back(recorded);
+    const Pod probe = MakePod("p", {{"cpu", pick({"200m", "2"})}, {"memory", pick({"512Mi", "8Gi"})}});
+    fw->PreFilter(probe);
+    engine::ScoreResult got = fw->Score({0, 1, 2, 3, 4, 5});
+    ASSERT_EQ(got.raw[0], Scores(bound, probe)) << "after bind " << k;
   }
 }
 
@@ -218,8 +252,10 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
   const int64_t kBig = std::numeric_limits<int64_t>::max() - 5;
   auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
   for (int trial = 0; trial < 20000; ++trial) {
-    int64_t alloc_cpu = pick({0, 1, 1000, 4000, 3999, kBig}), alloc_mem = pick({0, 7, 1 << 30, 32LL << 30, kBig});
-    int64_t req_cpu = pick({0, 1, 500, 4000, 9000, kBig}), req_mem = pick({0, 3, 1 << 29, 40LL << 30, kBig});
+    const int64_t edge = plugins::kFitExactBelow;  // LeastAllocated's double quotients end there
+    int64_t alloc_cpu = pick({0, 1, 1000, 4000, 3999, edge - 1, edge, kBig});
+    int64_t alloc_mem = pick({0, 7, 1 << 30, 32LL << 30, edge - 1, edge, kBig});
+    int64_t req_cpu = pick({0, 1, 500, 4000, 9000, edge - 2, kBig}), req_mem = pick({0, 3, 1 << 29, 40LL << 30, edge - 2, kBig});
     int64_t nz_cpu = req_cpu + pick({0, 100}), nz_mem = req_mem + pick({0, 200});
     int64_t zero = 0;
     plugins::FitNodeView v{1, &alloc_cpu, &alloc_mem, &zero, &zero, &req_cpu, &req_mem, &zero, &nz_cpu, &nz_mem, &zero,
@@ -233,7 +269,7 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
     fast.resources[0].weight = pick({1, 3});
     fast.resources[1].kind = plugins::FitResourceKind::kMemory;
     fast.resources[1].pod_request = pick({0, 1 << 20, 8LL << 30, kBig});
-    fast.resources[1].weight = pick({1, 2});
+    fast.resources[1].weight = pick({1, 2, 3});
     plugins::FitScoreParams loop = fast;
     std::swap(loop.resources[0], loop.resources[1]);
     ASSERT_TRUE(plugins::FitScoresCpuMemory(fast));

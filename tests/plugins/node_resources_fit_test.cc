@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kplace/common/int_math.h"
 #include "kplace/model/requests.h"
 #include "tests/testing/differential.h"
 
@@ -161,6 +162,23 @@ TEST(NodeResourcesFitTest, EngineMatchesReferenceOnRandomPairs) {
       auto r = testing::RunReference(cluster, pod, kFit, args);
       ASSERT_EQ(testing::Diff(e, r), "") << strategy << " pod " << j;
     }
+  }
+}
+
+// NonNegativeDiv (LeastAllocated's quotients) equals integer division at every magnitude:
+// quotients up to 101 with the remainder 0, y - 1 (where a double quotient rounds up first)
+// or random, below, around and beyond 2^53.
+TEST(NodeResourcesFitTest, NonNegativeDivEqualsIntegerDivision) {
+  // Beyond the bound the double quotient rounds up to 2: (2^55 + 1) / (2^54 + 1) is 1.
+  EXPECT_EQ(NonNegativeDiv((int64_t{1} << 55) + 1, (int64_t{1} << 54) + 1), 1);
+  EXPECT_EQ(NonNegativeDiv(-7, 2), -3);
+  std::mt19937_64 rng(53);
+  for (int trial = 0; trial < 300000; ++trial) {
+    const int64_t y = 1 + static_cast<int64_t>(rng() % (uint64_t{1} << (1 + rng() % 56)));
+    const int64_t q = static_cast<int64_t>(rng() % 102);
+    const int64_t r = trial % 3 == 0 ? 0 : trial % 3 == 1 ? y - 1 : static_cast<int64_t>(rng() % static_cast<uint64_t>(y));
+    const int64_t x = q * y + r;
+    ASSERT_EQ(NonNegativeDiv(x, y), x / y) << x << " / " << y;
   }
 }
 

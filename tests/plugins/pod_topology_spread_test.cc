@@ -716,7 +716,9 @@ Pod RandomPlacedPod(std::mt19937& rng, int num_nodes) {
 // Every pod a distinct placement, as SchedulingHeterogeneous: tables are built afresh from
 // the shared per-selector counts while pods are bound and deleted and nodes change labels or
 // join. The engine keeps its state across events; the reference starts from the objects.
-void RunEventsDifferential(engine::Backend backend, uint32_t seed, int num_nodes, int steps) {
+// With `placement_pool` > 0 the pods' constraints and placements come from that many
+// templates, so that tables of several selectors share a node placement's eligible nodes.
+void RunEventsDifferential(engine::Backend backend, uint32_t seed, int num_nodes, int steps, int placement_pool = 0) {
   std::mt19937 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   RandomCluster rc = MakeRandomCluster(rng, num_nodes, 4, 3 * num_nodes);
@@ -731,6 +733,8 @@ void RunEventsDifferential(engine::Backend backend, uint32_t seed, int num_nodes
     return i < static_cast<NodeIndex>(rc.objects.nodes.size()) ? rc.objects.nodes[i] : joined[i - rc.objects.nodes.size()];
   };
   const std::vector<std::string> apps = {"web", "db", "cache"};
+  std::vector<Pod> pool;
+  for (int k = 0; k < placement_pool; ++k) pool.push_back(RandomPlacedPod(rng, num_nodes));
   for (int k = 0; k < steps; ++k) {
     const int nodes_now = engine.snapshot().num_nodes();
     const int event = pick(10);
@@ -762,7 +766,7 @@ void RunEventsDifferential(engine::Backend backend, uint32_t seed, int num_nodes
       pods.erase(std::find_if(pods.begin(), pods.end(), [&](const Pod& p) { return p.meta.name == gone; }));
       continue;
     }
-    Pod pod = RandomPlacedPod(rng, nodes_now);
+    Pod pod = pool.empty() ? RandomPlacedPod(rng, nodes_now) : pool[pick(placement_pool)];
     pod.meta.name = "scheduled-" + std::to_string(k);
     if (pick(5) != 0) pod.meta.labels["app"] = apps[pick(3)];
     if (pick(2) == 0) pod.meta.labels["tier"] = "fe";
@@ -797,6 +801,17 @@ TEST(PodTopologySpreadTest, RandomizedDifferentialPlacementAndEvents) {
                           Case{35, 17000, 6}}) {
       SCOPED_TRACE(std::string(engine::BackendName(backend)) + " seed " + std::to_string(c.seed));
       RunEventsDifferential(backend, c.seed, c.nodes, c.steps);
+    }
+  }
+}
+
+// Few node placements under many selectors, while node labels change and nodes join: the
+// tables of one placement share its eligible nodes, which must go with the tables.
+TEST(PodTopologySpreadTest, SharedEligibilityFollowsNodeEvents) {
+  for (engine::Backend backend : Backends()) {
+    for (uint32_t seed : {41u, 42u, 43u}) {
+      SCOPED_TRACE(std::string(engine::BackendName(backend)) + " seed " + std::to_string(seed));
+      RunEventsDifferential(backend, seed, 40, 200, /*placement_pool=*/3);
     }
   }
 }

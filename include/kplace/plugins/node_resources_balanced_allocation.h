@@ -4,6 +4,7 @@
 // 50 + (50 + B(with pod) - B(without pod)) / 2 (noderesources.md §9, spec README). Host-safe.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "kplace/common/host_device.h"
 #include "kplace/framework/types.h"
@@ -37,6 +38,13 @@ KPLACE_HOST_DEVICE inline double BalancedFraction(int64_t q, int64_t a) {
   return f > 1 ? 1 : f;
 }
 
+/** B of the node's own requests over cpu and memory (allocatable > 0): the balance
+ *  without the pod, which does not depend on the pod. */
+KPLACE_HOST_DEVICE inline int64_t BalancedOwnCpuMemory(int64_t req_cpu, int64_t a_cpu, int64_t req_mem, int64_t a_mem) {
+  const double own[2] = {BalancedFraction(req_cpu, a_cpu), BalancedFraction(req_mem, a_mem)};
+  return BalancedScoreOf(own, 2);
+}
+
 /** §9 over cpu and memory (the default resources), without the loop over resources:
  *  B of two fractions is 100 * (1 - |f0 - f1| / 2), truncated. */
 KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, const BalancedParams& p, int32_t i) {
@@ -45,16 +53,23 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, c
   const int64_t r_cpu = p.fit.resources[0].pod_request, r_mem = p.fit.resources[1].pod_request;
   const int64_t q_cpu = SaturatingAdd(v.req_cpu_milli[i], r_cpu), q_mem = SaturatingAdd(v.req_mem_bytes[i], r_mem);
   const double with_pod[2] = {BalancedFraction(q_cpu, a_cpu), BalancedFraction(q_mem, a_mem)};
-  const double without_pod[2] = {BalancedFraction(q_cpu - r_cpu, a_cpu), BalancedFraction(q_mem - r_mem, a_mem)};
+  // Without the pod the node holds its own requests unless a sum saturated.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const bool own = v.own_balance != nullptr && r_cpu >= 0 && r_mem >= 0 && v.req_cpu_milli[i] <= kMax - r_cpu &&
+                   v.req_mem_bytes[i] <= kMax - r_mem;
+  int64_t without;
+  if (own) {
+    without = v.own_balance[i];
+  } else {
+    const double without_pod[2] = {BalancedFraction(q_cpu - r_cpu, a_cpu), BalancedFraction(q_mem - r_mem, a_mem)};
+    without = BalancedScoreOf(without_pod, 2);
+  }
   const int64_t half = kMaxNodeScore / 2;
-  return half + (half + BalancedScoreOf(with_pod, 2) - BalancedScoreOf(without_pod, 2)) / 2;
+  return half + (half + BalancedScoreOf(with_pod, 2) - without) / 2;
 }
 
-KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
-  if (!p.fit.use_non_zero && FitScoresCpuMemory(p.fit)) {
-    const int64_t fast = BalancedScoreCpuMemory(v, p, i);
-    if (fast >= 0) return fast;
-  }
+/** Any resources: the loop over resources. */
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreNodeGeneral(const FitNodeView& v, const BalancedParams& p, int32_t i) {
   double with_pod[kMaxScoringResources], without_pod[kMaxScoringResources];
   int32_t n = 0;
   for (int32_t k = 0; k < p.fit.num_resources; ++k) {
@@ -68,6 +83,14 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const 
   }
   const int64_t half = kMaxNodeScore / 2;
   return half + (half + BalancedScoreOf(with_pod, n) - BalancedScoreOf(without_pod, n)) / 2;
+}
+
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
+  if (!p.fit.use_non_zero && FitScoresCpuMemory(p.fit)) {
+    const int64_t fast = BalancedScoreCpuMemory(v, p, i);
+    if (fast >= 0) return fast;
+  }
+  return BalancedScoreNodeGeneral(v, p, i);
 }
 
 }  // namespace kplace::plugins

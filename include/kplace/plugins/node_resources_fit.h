@@ -41,6 +41,9 @@ struct FitNodeView {
   const int32_t* scalar_slot;
   const int64_t* alloc_scalar;
   const int64_t* req_scalar;
+  // BalancedAllocation's balance of the node's own cpu and memory requests (both
+  // allocatable > 0; BalancedOwnCpuMemory), kept per node; null: computed per pod.
+  const int64_t* own_balance = nullptr;
 };
 
 /** Node i's allocatable and requested amounts of scalar `slot` (0, 0 when it has none). */
@@ -167,23 +170,12 @@ KPLACE_HOST_DEVICE inline bool FitScoresCpuMemory(const FitScoreParams& p) {
 KPLACE_HOST_DEVICE inline void FitLeastAllocatedTerm(int64_t a, int64_t q, int64_t weight, int64_t* numerator,
                                                      int64_t* weights) {
   if (a == 0) return;
-  *numerator += (q > a ? 0 : GoMul(a - q, kMaxNodeScore) / a) * weight;
+  *numerator += (q > a ? 0 : NonNegativeDiv(GoMul(a - q, kMaxNodeScore), a)) * weight;
   *weights += weight;
 }
 
-KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
-  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
-    int64_t numerator = 0, weights = 0;
-    const FitScoreResource& cpu = p.resources[0];
-    const FitScoreResource& mem = p.resources[1];
-    FitLeastAllocatedTerm(v.alloc_cpu_milli[i],
-                          SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request),
-                          cpu.weight, &numerator, &weights);
-    FitLeastAllocatedTerm(v.alloc_mem_bytes[i],
-                          SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request),
-                          mem.weight, &numerator, &weights);
-    return weights == 0 ? 0 : numerator / weights;
-  }
+/** Any strategy over any resources: the loop over resources. */
+KPLACE_HOST_DEVICE inline int64_t FitScoreNodeGeneral(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
   int64_t numerator = 0, weights = 0;
   for (int32_t k = 0; k < p.num_resources; ++k) {
     const FitScoreResource& r = p.resources[k];
@@ -215,6 +207,36 @@ KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitSc
     return static_cast<int64_t>(round(x));  // Go math.Round: half away from zero
   }
   return numerator / weights;
+}
+
+/** LeastAllocated's score of a resource with 0 <= q and 0 < a < kFitExactBelow: then
+ *  x = (a - q) * 100 and x + a stay below 2^53, where NonNegativeDiv's double quotient is
+ *  exact, without its checks. */
+constexpr int64_t kFitExactBelow = (int64_t{1} << 53) / (kMaxNodeScore + 1);
+KPLACE_HOST_DEVICE inline int64_t FitLeastAllocatedExact(int64_t a, int64_t q) {
+  if (q > a) return 0;
+  return static_cast<int64_t>(static_cast<double>((a - q) * kMaxNodeScore) / static_cast<double>(a));
+}
+
+KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
+  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
+    const FitScoreResource& cpu = p.resources[0];
+    const FitScoreResource& mem = p.resources[1];
+    const int64_t a_cpu = v.alloc_cpu_milli[i], a_mem = v.alloc_mem_bytes[i];
+    const int64_t q_cpu = SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request);
+    const int64_t q_mem = SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request);
+    // Both resources counted, real sizes: one range check for both quotients, and equal
+    // weights w make the total w * (s_cpu + s_mem) / 2w.
+    if (a_cpu > 0 && a_mem > 0 && a_cpu < kFitExactBelow && a_mem < kFitExactBelow && q_cpu >= 0 && q_mem >= 0 &&
+        cpu.weight == mem.weight && cpu.weight > 0) {
+      return (FitLeastAllocatedExact(a_cpu, q_cpu) + FitLeastAllocatedExact(a_mem, q_mem)) / 2;
+    }
+    int64_t numerator = 0, weights = 0;
+    FitLeastAllocatedTerm(a_cpu, q_cpu, cpu.weight, &numerator, &weights);
+    FitLeastAllocatedTerm(a_mem, q_mem, mem.weight, &numerator, &weights);
+    return weights == 0 ? 0 : NonNegativeDiv(numerator, weights);
+  }
+  return FitScoreNodeGeneral(v, p, i);
 }
 
 }  // namespace kplace::plugins
