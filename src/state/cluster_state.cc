@@ -596,6 +596,11 @@ void ClusterState::UpdateNode(NodeIndex i, const Node& node) {
 
 // Applies a change of a kind other than Pod and builds the cluster again over the result
 // (O(cluster)); `at` puts the object back at a position (an undo).
+absl::Status ClusterState::GoLive() {
+  if (live_) return absl::OkStatus();
+  return Rebuild(NonPods(), /*storage_changed=*/false);
+}
+
 absl::Status ClusterState::RebuildWith(const ClusterEvent& event, std::optional<size_t> at) {
   ObjectSet next = NonPods();
   Undo undo;

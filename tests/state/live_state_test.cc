@@ -724,6 +724,41 @@ TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
   }
 }
 
+// A state taken live before its first node event (GoLive, as kplace bench does for churned
+// workloads) decides as one that goes live at that event.
+TEST(LiveStateTest, GoLiveDecidesAsTheFirstEventWould) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    Generator g(seed * 1237);
+    ObjectSet cluster;
+    for (int i = 0; i < 8; ++i) cluster.nodes.push_back(g.NewNode());
+    for (int k = 0; k < 20; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(8)].meta.name));
+    for (int side = 0; side < 3; ++side) {
+      Options o = SideOptions(side);
+      auto early = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+      auto late = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
+      ASSERT_TRUE(early.ok() && late.ok());
+      ASSERT_TRUE((*early)->state().GoLive().ok());
+      const ObjectSet* live = &(*early)->state().objects();
+      EXPECT_NE(live, &cluster) << "GoLive keeps a copy of its own";
+      ASSERT_TRUE((*early)->state().GoLive().ok());
+      EXPECT_EQ(live, &(*early)->state().objects()) << "a second GoLive changes nothing";
+      Generator events(seed);
+      for (int k = 0; k < 10; ++k) {
+        Pod probe = g.NewPod("", k % 10);
+        EXPECT_EQ(Describe((*early)->Schedule(probe)), Describe((*late)->Schedule(probe))) << "seed " << seed << " side " << side;
+        Node n = events.NewNode();
+        n.meta.name = StrCat("joined", k);
+        n.meta.labels["kubernetes.io/hostname"] = n.meta.name;
+        const state::ClusterEvent e = k % 3 == 2 ? NodeEvent(EventType::kDeleted, cluster.nodes[k % 8]) : NodeEvent(EventType::kAdded, n);
+        ASSERT_TRUE((*early)->state().Apply(state::ClusterEvent(e)).ok());
+        ASSERT_TRUE((*late)->state().Apply(state::ClusterEvent(e)).ok());
+      }
+      EXPECT_EQ((*early)->state().NodeOrder(), (*late)->state().NodeOrder());
+      EXPECT_EQ((*early)->next_start_index(), (*late)->next_start_index());
+    }
+  }
+}
+
 TEST(LiveStateTest, RevertUndoesPlacementsAndNodeChanges) {
   ObjectSet cluster;
   for (const char* n : {"a", "b"}) {

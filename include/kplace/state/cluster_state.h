@@ -111,6 +111,11 @@ class ClusterState {
   ObjectSet Objects() const;
   /** The objects as held now, rows of nodes that left included (blank). */
   const ObjectSet& objects() const { return live_ ? *live_ : cluster_; }
+  /** @brief Takes the objects live now, as the first change of a node or of a kind other
+   *  than Pod would (the cluster built again over its own copy of the objects, with room for
+   *  nodes to join), so that such changes are applied in place from the first. For a caller
+   *  that knows changes will come: it pays the copy before they do. No-op when live. */
+  absl::Status GoLive();
   /** The node named `name`; null when none. Valid until the next change. */
   const Node* FindNode(const std::string& name) const;
   /** Its row; engine::kNoId when none. */
