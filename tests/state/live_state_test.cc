@@ -58,6 +58,13 @@ class Generator {
  public:
   explicit Generator(uint64_t seed) : rng_(seed) {}
   int Pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  // `nodes` new nodes and `pods` pods bound among them.
+  ObjectSet Cluster(int nodes, int pods) {
+    ObjectSet c;
+    for (int i = 0; i < nodes; ++i) c.nodes.push_back(NewNode());
+    for (int k = 0; k < pods; ++k) c.pods.push_back(NewPod(c.nodes[Pick(nodes)].meta.name));
+    return c;
+  }
 
   Node NewNode() {
     const std::string name = StrCat("n", next_node_++);
@@ -687,9 +694,7 @@ TEST(LiveStateTest, NodeLifecycleEvents) {
 TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     Generator g(seed * 977);
-    ObjectSet cluster;
-    for (int i = 0; i < 6; ++i) cluster.nodes.push_back(g.NewNode());
-    for (int k = 0; k < 14; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(6)].meta.name));
+    ObjectSet cluster = g.Cluster(6, 14);
     for (int k = 0; k < 2; ++k) cluster.pods.push_back(g.NewPod("n7"));  // waits for n7
     for (int side = 0; side < 3; ++side) {
       Options o = SideOptions(side);
@@ -729,9 +734,7 @@ TEST(LiveStateTest, NodesThatJoinMatchAFreshScheduler) {
 TEST(LiveStateTest, GoLiveDecidesAsTheFirstEventWould) {
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     Generator g(seed * 1237);
-    ObjectSet cluster;
-    for (int i = 0; i < 8; ++i) cluster.nodes.push_back(g.NewNode());
-    for (int k = 0; k < 20; ++k) cluster.pods.push_back(g.NewPod(cluster.nodes[g.Pick(8)].meta.name));
+    const ObjectSet cluster = g.Cluster(8, 20);
     for (int side = 0; side < 3; ++side) {
       Options o = SideOptions(side);
       auto early = Scheduler::Create(cluster, DefaultSchedulerConfig(), o);
