@@ -70,11 +70,13 @@ int32_t GroupPriority(const PodGroup& group, const ObjectSet& objects) {
 }
 
 // validatePodGroup: one profile, the group's priority and one preemption policy for every
-// member, queued and bound. "" when the group is valid. Queued members compare the profile
-// each was found in (profile names are unique), bound ones their names.
-std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queued, const std::vector<size_t>& profiles,
-                    const std::vector<const Pod*>& bound) {
-  const Pod& first = *queued.front();
+// member, queued (members[m] for m in `queued`) and bound. "" when the group is valid.
+// Queued members compare the profile each was found in (profile names are unique), bound
+// ones their names.
+std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& members, const std::vector<size_t>& queued,
+                    const std::vector<size_t>& profile_of, const std::vector<const Pod*>& bound) {
+  const Pod& first = *members[queued.front()];
+  const size_t first_profile = profile_of[queued.front()];
   const std::string& scheduler = first.scheduler_name;
   const char* policy = PreemptionPolicyName(first);
   auto check = [&](const Pod& pod, bool same_scheduler) -> std::string {
@@ -94,8 +96,8 @@ std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& queue
     }
     return "";
   };
-  for (size_t k = 0; k < queued.size(); ++k) {
-    if (std::string e = check(*queued[k], profiles[k] == profiles.front()); !e.empty()) return e;
+  for (size_t m : queued) {
+    if (std::string e = check(*members[m], profile_of[m] == first_profile); !e.empty()) return e;
   }
   for (const Pod* p : bound) {
     if (std::string e = check(*p, p->scheduler_name == scheduler); !e.empty()) return e;
@@ -177,15 +179,7 @@ void CycleScheduler::SchedulePodGroup(const std::string& group, const std::vecto
     }
   };
 
-  std::vector<const Pod*> pods;
-  std::vector<size_t> profiles;
-  pods.reserve(queued.size());
-  profiles.reserve(queued.size());
-  for (size_t m : queued) {
-    pods.push_back(members[m]);
-    profiles.push_back(profile_of[m]);
-  }
-  if (std::string e = Invalid(GroupPriority(*pg, objects()), pods, profiles, bound); !e.empty()) {
+  if (std::string e = Invalid(GroupPriority(*pg, objects()), members, queued, profile_of, bound); !e.empty()) {
     for (size_t m : queued) {
       out[m]->code = Code::kError;
       out[m]->message = e;
