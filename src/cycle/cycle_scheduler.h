@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(_OPENMP)
@@ -15,6 +16,7 @@
 #endif
 
 #include "evaluator.h"
+#include "pod_group_status.h"
 #include "kplace/cycle/batch.h"
 #include "kplace/cycle/host_plugins.h"
 #include "kplace/cycle/opportunistic_batch.h"
@@ -128,6 +130,37 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   void Bind(const Pod& pod, NodeIndex host);
   void Explain(Explanation& ex, const std::vector<NodeIndex>& feasible, const Evaluator::ScoreOutcome& s);
   void ExplainShortfalls(const Pod& pod, Explanation* ex) const;
+
+  // pod_group_cycle.cc: the PodGroup cycle (docs/podgroup.md). A group's members as a cycle
+  // takes them: pods[m] for m in `queued`, each of evaluator profile_of[m].
+  struct GroupMembers {
+    const std::vector<const Pod*>& pods;
+    const std::vector<size_t>& queued;
+    const std::vector<size_t>& profile_of;
+    int64_t min_count;
+    int64_t bound;  // members bound before the cycle
+  };
+  // One run of the group algorithm inside an open transaction: PlacementFeasible, then each
+  // queued member's cycle into *out[m], the members placed so far assumed. *evaluated: the
+  // members it reached.
+  GroupStatus RunPodGroup(const GroupMembers& g, const std::vector<Placement*>& out, size_t* evaluated);
+  // Revert the innermost transaction but keep what the cycles moved on (the start index,
+  // the counters, random draws), as upstream's do.
+  absl::Status RevertKeepingCycle();
+
+  // pod_group_preemption.cc: DefaultPreemption's PodGroupPostFilter (workload-aware
+  // preemption) for a group the run left Unschedulable. Decides; actuates nothing.
+  struct GroupPreemption {
+    Code code = Code::kUnschedulable;
+    std::string message;                                      // without "pod group preemption: "
+    std::vector<std::string> victims;                         // keys, in the order chosen
+    std::vector<std::pair<size_t, std::string>> nominations;  // member (index into pods), node
+  };
+  GroupPreemption PreemptForPodGroup(const GroupMembers& g, int32_t priority);
+  // pod_group_cycle.cc: the group's condition into every queued member's result, and the
+  // members' nominations (the preemption's, when it found room).
+  void FinishPodGroup(const std::string& group, const GroupStatus& status, const GroupMembers& g,
+                      GroupPreemption&& preemption, const std::vector<Placement*>& out);
 
   // post_filter.cc: PreEnqueue, PreBind and PostFilter, through the host plugins.
   bool PreEnqueue(const Pod& pod, size_t ev_index, Placement* out);

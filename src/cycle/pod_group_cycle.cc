@@ -21,52 +21,8 @@ namespace kplace::cycle {
 namespace {
 
 constexpr char kGangScheduling[] = "GangScheduling";
-constexpr char kUnschedulableGroup[] = "pod group is unschedulable";
-
-// A status as upstream's framework prints it: the wrapped error first, then the reasons.
-struct GroupStatus {
-  Code code = Code::kSuccess;
-  bool wrapped = false;  // carries "pod group is unschedulable" as its error
-  std::string reason;    // "" when none
-  std::string Message() const {
-    if (!wrapped) return reason;
-    return reason.empty() ? kUnschedulableGroup : StrCat(kUnschedulableGroup, ", ", reason);
-  }
-};
-
-// GangScheduling's PlacementFeasible: whether minCount can still be met (a basic group
-// needs one pod). The message is written only for a status that ends the loop or is kept.
-struct Feasibility {
-  int64_t min_count, scheduled, remaining;
-  Code Check() const {
-    if (remaining + scheduled < min_count) return Code::kUnschedulable;
-    return scheduled < min_count ? Code::kWait : Code::kSuccess;
-  }
-  GroupStatus Status() const {
-    const Code code = Check();
-    if (code == Code::kSuccess) return {};
-    return {code, false,
-            StrCat("minCount (", min_count, ") ", code == Code::kWait ? "is not yet" : "cannot be", " satisfied: ",
-                   scheduled, " scheduled, ", remaining, " remaining")};
-  }
-};
-
 const char* PreemptionPolicyName(const Pod& pod) {
   return pod.preemption_policy.empty() ? "PreemptLowerPriority" : pod.preemption_policy.c_str();
-}
-
-// The group's priority as priority admission leaves it: spec.priority, else its
-// PriorityClass's value (or the global default class's), else 0.
-int32_t GroupPriority(const PodGroup& group, const ObjectSet& objects) {
-  if (group.priority) return *group.priority;
-  if (group.priority_class_name.empty()) {
-    const PriorityClass* d = GlobalDefaultClass(objects.priority_classes);
-    return d ? d->value : 0;
-  }
-  for (const PriorityClass& c : objects.priority_classes) {
-    if (c.meta.name == group.priority_class_name) return c.value;
-  }
-  return 0;
 }
 
 // validatePodGroup: one profile, the group's priority and one preemption policy for every
@@ -106,6 +62,18 @@ std::string Invalid(int32_t group_priority, const std::vector<const Pod*>& membe
 }
 
 }  // namespace
+
+int32_t PodGroupPriority(const PodGroup& group, const ObjectSet& objects) {
+  if (group.priority) return *group.priority;
+  if (group.priority_class_name.empty()) {
+    const PriorityClass* d = GlobalDefaultClass(objects.priority_classes);
+    return d ? d->value : 0;
+  }
+  for (const PriorityClass& c : objects.priority_classes) {
+    if (c.meta.name == group.priority_class_name) return c.value;
+  }
+  return 0;
+}
 
 std::vector<int32_t> PodGroupsInQueue(const std::vector<Pod>& pending, const std::vector<size_t>& order,
                                       const FeatureGates& gates, std::vector<std::string>* keys) {
@@ -166,79 +134,43 @@ void CycleScheduler::SchedulePodGroup(const std::string& group, const std::vecto
   }
   if (queued.empty()) return;
 
-  auto outcome = std::make_shared<PodGroupOutcome>();
-  outcome->pod_group = group;
-  auto finish = [&](const GroupStatus& s) {
-    outcome->scheduled = s.code == Code::kSuccess;
-    outcome->reason = s.code == Code::kSuccess ? "Scheduled" : s.code == Code::kError ? "SchedulerError" : "Unschedulable";
-    outcome->message = s.Message();
-    for (size_t m : queued) {
-      Placement& p = *out[m];
-      p.pod_group = outcome;
-      if (p.node.empty()) state_.ClearNomination(p.pod);  // clearNominatedNode
-    }
-  };
-
-  if (std::string e = Invalid(GroupPriority(*pg, objects()), members, queued, profile_of, bound); !e.empty()) {
+  const GroupMembers g{members, queued, profile_of, pg->min_count.value_or(1), static_cast<int64_t>(bound.size())};
+  const int32_t priority = PodGroupPriority(*pg, objects());
+  if (std::string e = Invalid(priority, members, queued, profile_of, bound); !e.empty()) {
     for (size_t m : queued) {
       out[m]->code = Code::kError;
       out[m]->message = e;
     }
-    finish({Code::kError, false, e});
+    FinishPodGroup(group, {Code::kError, false, e}, g, {}, out);
     return;
   }
 
-  Feasibility progress{pg->min_count.value_or(1), static_cast<int64_t>(bound.size()), static_cast<int64_t>(queued.size())};
-  GroupStatus status = progress.Status();
+  GroupStatus status;
   size_t evaluated = 0;
-  bool any_scheduled = false;
-  const absl::Status begun = status.code == Code::kUnschedulable ? absl::OkStatus() : state_.Begin();
-  if (!begun.ok()) {
+  // The members' binds are tentative until the group succeeds.
+  if (const absl::Status begun = state_.Begin(); !begun.ok()) {
     status = {Code::kError, false, std::string(begun.message())};
-  } else if (status.code == Code::kUnschedulable) {
-    status.wrapped = true;
   } else {
-    // The members' binds are tentative until the group succeeds. What the cycles move on
-    // (the start index, the counters, random draws) stays moved, as upstream's does.
-    in_pod_group_ = true;
-    for (size_t m : queued) {
-      Placement& p = *out[m];  // its key alone so far: the cycle's result takes its place
-      p = ScheduleAdmitted(*members[m], *evaluators_[profile_of[m]], profile_of[m], std::move(p));
-      ++evaluated;
-      const bool fits = !p.node.empty();
-      const bool failed = p.code == Code::kError;
-      if (failed) {
-        status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", p.message)};
-        break;
-      }
-      --progress.remaining;
-      if (fits) ++progress.scheduled;
-      status.code = progress.Check();
-      if (status.code == Code::kUnschedulable) break;
-      any_scheduled = any_scheduled || fits;
-    }
-    in_pod_group_ = false;
-    if (status.code != Code::kError) status = progress.Status();
-    if (status.code == Code::kWait) {
-      status.code = Code::kUnschedulable;
-      status.wrapped = true;
-    }
-    if (status.code == Code::kSuccess && !any_scheduled) status = {Code::kUnschedulable, true, ""};
-    absl::Status ended;
-    if (status.code == Code::kSuccess) {
-      ended = state_.Commit();
-    } else {
-      const int32_t next_start = next_start_;
-      const std::mt19937_64 rng = rng_;
-      const int64_t cycle = cycle_;
-      ended = state_.Revert();
-      next_start_ = next_start;
-      rng_ = rng;
-      cycle_ = cycle;
-    }
+    status = RunPodGroup(g, out, &evaluated);
+    const absl::Status ended = status.code == Code::kSuccess ? state_.Commit() : RevertKeepingCycle();
     if (!ended.ok()) status = {Code::kError, false, std::string(ended.message())};
   }
-  // Members the cycle did not reach take the group's status; members that fit in a group
+  // Members the run did not reach keep its status as it was before preemption spoke.
+  const GroupStatus unreached = status;
+  GroupPreemption preemption;
+  const size_t ev_index = profile_of[queued.front()];
+  bool waiting = false;  // on the victims of the group's preemption
+  if (status.code == Code::kUnschedulable && host_[ev_index].preempts()) {
+    preemption = PreemptForPodGroup(g, priority);
+    const std::string said = preemption.message.empty() ? "" : StrCat("pod group preemption: ", preemption.message);
+    if (preemption.code == Code::kError) {
+      status = {Code::kError, false, said};
+    } else {
+      status.Append(said);
+      waiting = preemption.code == Code::kSuccess;
+    }
+  }
+  // Members the run did not reach take the group's status; members that fit in a group
   // that failed are rejected with its message; members that did not fit keep their own.
   for (size_t k = 0; k < queued.size(); ++k) {
     Placement& p = *out[queued[k]];
@@ -251,18 +183,107 @@ void CycleScheduler::SchedulePodGroup(const std::string& group, const std::vecto
       continue;
     }
     if (k >= evaluated) {
-      p.code = status.code;
-      p.message = status.Message();
+      p.code = unreached.code;
+      p.message = unreached.Message();
       continue;
     }
     if (status.code != Code::kSuccess && !p.node.empty()) {
       p.node.clear();
       p.code = Code::kUnschedulable;
-      p.message = GroupStatus{Code::kUnschedulable, true, status.Message()}.Message();
+      // Waiting, the member is failed with the group's status itself; else with a new one
+      // whose reason is the group's message.
+      p.message = waiting ? status.Message() : GroupStatus{Code::kUnschedulable, true, status.Message()}.Message();
       p.score = 0;
     }
   }
-  finish(status);
+  if (waiting) {
+    std::vector<const Pod*> victims;
+    for (const std::string& key : preemption.victims) {
+      if (const Pod* v = state_.FindBoundPod(key)) victims.push_back(v);
+    }
+    state_.MarkTerminating(victims, dry_[ev_index]->profile().scheduler_name);
+  }
+  FinishPodGroup(group, status, g, waiting ? std::move(preemption) : GroupPreemption{}, out);
+}
+
+void CycleScheduler::FinishPodGroup(const std::string& group, const GroupStatus& status, const GroupMembers& g,
+                                    GroupPreemption&& preemption, const std::vector<Placement*>& out) {
+  auto outcome = std::make_shared<PodGroupOutcome>();
+  outcome->pod_group = group;
+  outcome->scheduled = status.code == Code::kSuccess;
+  outcome->reason = status.code == Code::kSuccess ? "Scheduled" : status.code == Code::kError ? "SchedulerError" : "Unschedulable";
+  outcome->message = status.Message();
+  outcome->victims = std::move(preemption.victims);
+  // The members the preemption placed are nominated there (ModeOverride, "" clears); the
+  // others that were not bound lose their nomination (clearNominatedNode).
+  // The first member nominated carries the victims too, so that a count over the members'
+  // preemptions counts them once.
+  std::map<size_t, const std::string*> nominated;
+  for (const auto& [m, node] : preemption.nominations) nominated.emplace(m, &node);
+  bool victims_told = false;
+  for (size_t m : g.queued) {
+    Placement& p = *out[m];
+    p.pod_group = outcome;
+    if (auto it = nominated.find(m); it != nominated.end()) {
+      Pod pod = *g.pods[m];
+      pod.nominated_node_name = *it->second;
+      state_.Nominate(pod);
+      if (pod.nominated_node_name.empty()) continue;
+      PreemptionOutcome& po = p.preemption.emplace();
+      po.nominated_node = pod.nominated_node_name;
+      if (!victims_told) po.victims = outcome->victims;
+      victims_told = true;
+    } else if (p.node.empty()) {
+      state_.ClearNomination(p.pod);
+    }
+  }
+}
+
+GroupStatus CycleScheduler::RunPodGroup(const GroupMembers& g, const std::vector<Placement*>& out, size_t* evaluated) {
+  Feasibility progress{g.min_count, g.bound, static_cast<int64_t>(g.queued.size())};
+  GroupStatus status = progress.Status();
+  *evaluated = 0;
+  if (status.code == Code::kUnschedulable) {  // before the first member
+    status.wrapped = true;
+    return status;
+  }
+  bool any_scheduled = false;
+  in_pod_group_ = true;
+  for (size_t m : g.queued) {
+    Placement& p = *out[m];  // its key alone so far: the cycle's result takes its place
+    p = ScheduleAdmitted(*g.pods[m], *evaluators_[g.profile_of[m]], g.profile_of[m], std::move(p));
+    ++*evaluated;
+    const bool fits = !p.node.empty();
+    if (p.code == Code::kError) {
+      status = {Code::kError, false, StrCat("failed to schedule other pod from a pod group: ", p.message)};
+      break;
+    }
+    --progress.remaining;
+    if (fits) ++progress.scheduled;
+    status.code = progress.Check();
+    if (status.code == Code::kUnschedulable) break;
+    any_scheduled = any_scheduled || fits;
+  }
+  in_pod_group_ = false;
+  if (status.code == Code::kError) return status;
+  status = progress.Status();
+  if (status.code == Code::kWait) {
+    status.code = Code::kUnschedulable;
+    status.wrapped = true;
+  }
+  if (status.code == Code::kSuccess && !any_scheduled) status = {Code::kUnschedulable, true, ""};
+  return status;
+}
+
+absl::Status CycleScheduler::RevertKeepingCycle() {
+  const int32_t next_start = next_start_;
+  const std::mt19937_64 rng = rng_;
+  const int64_t cycle = cycle_;
+  absl::Status s = state_.Revert();
+  next_start_ = next_start;
+  rng_ = rng;
+  cycle_ = cycle;
+  return s;
 }
 
 }  // namespace kplace::cycle

@@ -110,8 +110,11 @@ Placement CycleScheduler::PostFilter(const Pod& pod, Evaluator* ev, size_t ev_in
     if (!profile.post_filter.empty() || state_.Nomination(out.pod)) state_.ClearNomination(out.pod);
     return finish(joined());
   }
+  const bool generic_workload = state_.gates().Enabled("GenericWorkload");
   std::unique_ptr<DryRunHost> host;
-  if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && state_.snapshot()) {
+  if (!pod.scheduling_group.empty() && generic_workload) {
+    // A member of a PodGroup: the group's own preemption decides (PodGroupPostFilter).
+  } else if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && state_.snapshot()) {
     // The engine answers the dry run's filter calls it can (the pod's PreFilter is current).
     std::vector<const Pod*> nominated;
     for (const auto& [key, q] : state_.nominated()) nominated.push_back(&q);
@@ -128,8 +131,14 @@ Placement CycleScheduler::PostFilter(const Pod& pod, Evaluator* ev, size_t ev_in
   options.offset = [this](int32_t potential) {
     return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
   };
+  options.generic_workload = generic_workload;
   const std::vector<PodDisruptionBudget>& pdbs = objects().pdbs;
-  PostFilterResult r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
+  PostFilterResult r;
+  if (host) {
+    r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
+  } else {
+    r.status = PluginStatus::Make(Code::kUnschedulable, "preemption: not eligible due to workload aware preemption enabled");
+  }
   if (r.status.refused) {  // the dry run reached what kplace does not model
     out.code = Code::kError;
     out.message = r.status.Message();

@@ -22,6 +22,7 @@ constexpr size_t kDryRunFirstBlock = 64;  // nodes handed to DryRunHost::Prefetc
 struct Ranked {
   const Pod* pod;
   int32_t listed;  // NodeInfo position: of two pods without a start time, the first built is older
+  bool grouped;    // GenericWorkload on and the pod names a PodGroup: it ranks above a plain pod
 };
 
 int64_t StartTime(const Pod& pod) { return pod.start_time_ns.value_or(kNow); }
@@ -29,6 +30,7 @@ int64_t StartTime(const Pod& pod) { return pod.start_time_ns.value_or(kNow); }
 bool MoreImportant(const Ranked& a, const Ranked& b) {
   int32_t pa = PodPriority(*a.pod), pb = PodPriority(*b.pod);
   if (pa != pb) return pa > pb;
+  if (a.grouped != b.grouped) return a.grouped;
   int64_t sa = StartTime(*a.pod), sb = StartTime(*b.pod);
   if (sa != sb) return sa < sb;
   if (sa == kNow) return a.listed < b.listed;
@@ -48,24 +50,10 @@ bool SelectorValid(const LabelSelector& s) {
 // ClassifyPDB (§8): `pods` in importance order; budgets are fresh for each call.
 void ClassifyPdb(const std::vector<Ranked>& pods, const std::vector<PodDisruptionBudget>& pdbs,
                  std::vector<Ranked>* violating, std::vector<Ranked>* non_violating) {
-  std::vector<int64_t> allowed(pdbs.size());
-  for (size_t i = 0; i < pdbs.size(); ++i) allowed[i] = pdbs[i].disruptions_allowed;
-  for (const Ranked& r : pods) {
-    const Pod& q = *r.pod;
-    bool violates = false;
-    if (!q.meta.labels.empty()) {
-      for (size_t i = 0; i < pdbs.size() && !violates; ++i) {
-        const PodDisruptionBudget& pdb = pdbs[i];
-        if (pdb.meta.namespace_ != q.meta.namespace_ || !pdb.selector) continue;
-        const LabelSelector& sel = *pdb.selector;
-        if ((sel.match_labels.empty() && sel.match_expressions.empty()) || !SelectorValid(sel)) continue;
-        if (!plugins::volume::LabelSelectorMatches(sel, q.meta.labels)) continue;
-        if (std::binary_search(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end(), q.meta.name)) continue;
-        if (--allowed[i] < 0) violates = true;
-      }
-    }
-    (violates ? violating : non_violating)->push_back(r);
-  }
+  std::vector<const Pod*> plain(pods.size());
+  for (size_t k = 0; k < pods.size(); ++k) plain[k] = pods[k].pod;
+  const std::vector<bool> violates = ViolatesPdb(plain, pdbs);
+  for (size_t k = 0; k < pods.size(); ++k) (violates[k] ? violating : non_violating)->push_back(pods[k]);
 }
 
 // GetEarliestPodStartTime: the earliest start among the victims of the highest priority.
@@ -85,6 +73,26 @@ int64_t EarliestStartOfHighest(const std::vector<const Pod*>& victims) {
 }
 
 }  // namespace
+
+std::vector<bool> ViolatesPdb(const std::vector<const Pod*>& pods, const std::vector<PodDisruptionBudget>& pdbs) {
+  std::vector<int64_t> allowed(pdbs.size());
+  for (size_t i = 0; i < pdbs.size(); ++i) allowed[i] = pdbs[i].disruptions_allowed;
+  std::vector<bool> out(pods.size(), false);
+  for (size_t k = 0; k < pods.size(); ++k) {
+    const Pod& q = *pods[k];
+    if (q.meta.labels.empty()) continue;
+    for (size_t i = 0; i < pdbs.size() && !out[k]; ++i) {
+      const PodDisruptionBudget& pdb = pdbs[i];
+      if (pdb.meta.namespace_ != q.meta.namespace_ || !pdb.selector) continue;
+      const LabelSelector& sel = *pdb.selector;
+      if ((sel.match_labels.empty() && sel.match_expressions.empty()) || !SelectorValid(sel)) continue;
+      if (!plugins::volume::LabelSelectorMatches(sel, q.meta.labels)) continue;
+      if (std::binary_search(pdb.disrupted_pods.begin(), pdb.disrupted_pods.end(), q.meta.name)) continue;
+      if (--allowed[i] < 0) out[k] = true;
+    }
+  }
+  return out;
+}
 
 bool SamePod(const Pod& a, const Pod& b) {
   if (&a == &b) return true;
@@ -147,7 +155,7 @@ struct VictimLists {
 }  // namespace
 
 PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
-                                 const std::vector<PodDisruptionBudget>& pdbs, Candidate* out) {
+                                 const std::vector<PodDisruptionBudget>& pdbs, Candidate* out, bool generic_workload) {
   thread_local VictimLists lists;
   std::vector<Ranked>& potential = lists.potential;
   std::vector<const Pod*>& removed = lists.removed;
@@ -157,7 +165,7 @@ PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
   const int32_t priority = PodPriority(pod);
   for (size_t i = 0; i < pods.size(); ++i) {
     if (PodPriority(*pods[i]) < priority) {
-      potential.push_back({pods[i], static_cast<int32_t>(i)});
+      potential.push_back({pods[i], static_cast<int32_t>(i), generic_workload && !pods[i]->scheduling_group.empty()});
       removed.push_back(pods[i]);
     }
   }
@@ -195,7 +203,8 @@ PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
 }
 
 DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vector<int32_t>& potential,
-                              const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates) {
+                              const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates,
+                              bool generic_workload) {
   DryRunResult out;
   std::vector<Candidate> non_violating, violating;
   const size_t n = potential.size();
@@ -213,7 +222,7 @@ DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vecto
     }
     const int32_t node = block[i - start];
     Candidate c;
-    PluginStatus st = SelectVictimsOnNode(host, pod, node, pdbs, &c);
+    PluginStatus st = SelectVictimsOnNode(host, pod, node, pdbs, &c, generic_workload);
     if (st.IsSuccess() && !c.victims.empty()) {
       std::vector<Candidate>& list = c.num_pdb_violations == 0 ? non_violating : violating;
       if (static_cast<int32_t>(list.size()) < num_candidates) list.push_back(std::move(c));
@@ -331,7 +340,7 @@ PostFilterResult Preempt(DryRunHost& host, const Pod& pod, const NodeToStatus& s
   if (!potential.empty()) {
     int32_t n = static_cast<int32_t>(potential.size());
     int32_t offset = options.offset ? options.offset(n) : 0;
-    dry = DryRunPreemption(host, pod, potential, pdbs, offset, NumCandidates(n, options.args));
+    dry = DryRunPreemption(host, pod, potential, pdbs, offset, NumCandidates(n, options.args), options.generic_workload);
     if (dry.refusal) {
       out.status = std::move(*dry.refusal);
       return out;

@@ -53,6 +53,9 @@ ObjectSet OneNodeWithGang(const std::string& cpu, int32_t min_count) {
   return c;
 }
 
+// What workload-aware preemption adds to a failed group's message when no pod ranks lower.
+constexpr char kNoVictims[] = ", pod group preemption: No preemption victims found for incoming preemptor";
+
 std::unique_ptr<Scheduler> Make(const ObjectSet& c, bool reference = false, bool on = true, int32_t batch = 1) {
   Options o;
   o.reference = reference;
@@ -100,7 +103,7 @@ TEST(PodGroupTest, GangShortOfMinCountBindsNothing) {
     const json before = testing::ToJson(s->state().Objects());
     std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
     ASSERT_EQ(out.size(), 3u);
-    const std::string group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining";
+    const std::string group = StrCat("minCount (3) cannot be satisfied: 2 scheduled, 0 remaining", kNoVictims);
     EXPECT_EQ(out[0].message, "pod group is unschedulable, " + group) << Describe(out[0]);
     EXPECT_EQ(out[1].message, "pod group is unschedulable, " + group) << Describe(out[1]);
     EXPECT_EQ(out[2].message, "0/1 nodes are available: 1 Insufficient cpu.") << Describe(out[2]);
@@ -134,7 +137,8 @@ TEST(PodGroupTest, BoundMembersCountTowardMinCount) {
   auto s = Make(c);
   std::vector<Placement> out = s->ScheduleAll({MakePod("b", "1", "g"), MakePod("c", "2", "g")});
   // b fits (2 scheduled, 1 remaining: Wait); c does not (2 scheduled, 0 remaining: minCount unmet).
-  EXPECT_EQ(out[0].message, "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
+  EXPECT_EQ(out[0].message,
+            StrCat("pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining", kNoVictims));
   EXPECT_TRUE(out[0].node.empty());
   // With room for c, the bound member completes the quorum.
   c.nodes = {MakeNode("n1", "4")};
@@ -158,7 +162,7 @@ TEST(PodGroupTest, BasicGroupBindsWhatFits) {
   auto t = Make(c);
   out = t->ScheduleAll({MakePod("x", "3", "g")});
   EXPECT_EQ(out[0].message, "0/1 nodes are available: 1 Insufficient cpu.");
-  EXPECT_EQ(out[0].pod_group->message, "minCount (1) cannot be satisfied: 0 scheduled, 0 remaining");
+  EXPECT_EQ(out[0].pod_group->message, StrCat("minCount (1) cannot be satisfied: 0 scheduled, 0 remaining", kNoVictims));
 }
 
 TEST(PodGroupTest, PreEnqueueHoldsMissingGroupsAndShortGangs) {
@@ -200,11 +204,131 @@ TEST(PodGroupTest, GateOffSchedulesMembersAlone) {
   EXPECT_FALSE(out[2].pod_group);
 }
 
+// One node of 4.5 CPUs holding l1 (priority 0), l2 (priority 5) and l3 (priority 0), 1 CPU
+// each, and a gang of two 1.5-CPU members of priority 10: one fits, not both.
+ObjectSet CrowdedNodeWithGang() {
+  ObjectSet c;
+  c.nodes = {MakeNode("n1", "4500m")};
+  c.pods = {MakePod("l1", "1", "", 0, "n1"), MakePod("l2", "1", "", 5, "n1"), MakePod("l3", "1", "", 0, "n1")};
+  c.pod_groups = {Gang("g", 2, 10)};
+  return c;
+}
+
+std::vector<Pod> GangOfTwo() { return {MakePod("a", "1500m", "g", 10), MakePod("b", "1500m", "g", 10)}; }
+
+// Workload-aware preemption: every lower-priority pod out, the group placed once, then the
+// pods put back most important first while the members still fit: l2 goes back, l1 and l3
+// are the victims. The group is nominated, waits for their deletion and is then bound.
+TEST(PodGroupTest, GangPreemptsTheLeastImportantPods) {
+  const ObjectSet c = CrowdedNodeWithGang();  // the scheduler reads it: it must outlive it
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    std::vector<Placement> first;
+    std::vector<Placement> out = s->ScheduleAll(GangOfTwo(), [&](const Placement& p) {
+      if (first.size() < 2) first.push_back(p);  // the first cycle's members
+      return true;
+    });
+    ASSERT_EQ(first.size(), 2u);
+    const std::string group =
+        "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining, pod group preemption: found a placement for "
+        "podgroup, preempting 2 victims";
+    EXPECT_EQ(first[0].message, group) << Describe(first[0]);  // it fit: the group's status itself
+    EXPECT_EQ(first[1].message, "0/1 nodes are available: 1 Insufficient cpu.") << Describe(first[1]);
+    ASSERT_TRUE(first[0].pod_group);
+    EXPECT_EQ(first[0].pod_group->message, group);
+    EXPECT_EQ(first[0].pod_group->reason, "Unschedulable");
+    EXPECT_EQ(first[0].pod_group->victims, (std::vector<std::string>{"default/l1", "default/l3"}));
+    ASSERT_TRUE(first[0].preemption);
+    EXPECT_EQ(first[0].preemption->nominated_node, "n1");
+    EXPECT_EQ(first[0].preemption->victims, first[0].pod_group->victims);
+    ASSERT_TRUE(first[1].preemption);
+    EXPECT_EQ(first[1].preemption->nominated_node, "n1");
+    EXPECT_TRUE(first[1].preemption->victims.empty());  // counted once, on the first member
+
+    for (const Placement& p : out) {
+      EXPECT_EQ(p.node, "n1") << Describe(p);
+      EXPECT_EQ(p.attempts, 2);
+      ASSERT_TRUE(p.pod_group);
+      EXPECT_TRUE(p.pod_group->scheduled);
+    }
+    EXPECT_EQ(s->state().FindBoundPod("default/l1"), nullptr);
+    EXPECT_EQ(s->state().FindBoundPod("default/l3"), nullptr);
+    EXPECT_NE(s->state().FindBoundPod("default/l2"), nullptr);
+  }
+}
+
+// A pod whose eviction would break a PodDisruptionBudget is put back before the others: l1
+// stays, and l2 goes although it ranks higher.
+TEST(PodGroupTest, GangPreemptionSparesPdbProtectedPodsFirst) {
+  ObjectSet c = CrowdedNodeWithGang();
+  json pdb = {{"metadata", {{"name", "keep-l1"}, {"namespace", "default"}}},
+              {"spec", {{"selector", {{"matchLabels", {{"app", "l1"}}}}}}},
+              {"status", {{"disruptionsAllowed", 0}}}};
+  c.pdbs = {*DecodePodDisruptionBudget(pdb, "test")};
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    std::vector<Placement> out = s->ScheduleAll(GangOfTwo());
+    EXPECT_EQ(out[0].node, "n1") << Describe(out[0]);
+    EXPECT_NE(s->state().FindBoundPod("default/l1"), nullptr);
+    EXPECT_EQ(s->state().FindBoundPod("default/l2"), nullptr);
+    EXPECT_EQ(s->state().FindBoundPod("default/l3"), nullptr);
+  }
+}
+
+TEST(PodGroupTest, GangWithPreemptionPolicyNeverEvictsNothing) {
+  std::vector<Pod> gang = GangOfTwo();
+  for (Pod& p : gang) p.preemption_policy = "Never";
+  const ObjectSet c = CrowdedNodeWithGang();
+  auto s = Make(c);
+  std::vector<Placement> out = s->ScheduleAll(gang);
+  ASSERT_TRUE(out[0].pod_group) << Describe(out[0]);
+  EXPECT_EQ(out[0].pod_group->message,
+            "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining, pod group preemption: not eligible due to "
+            "preemptionPolicy=Never.");
+  EXPECT_EQ(out[0].message, StrCat("pod group is unschedulable, ", out[0].pod_group->message));
+  EXPECT_TRUE(out[0].pod_group->victims.empty());
+  for (const char* key : {"default/l1", "default/l2", "default/l3"}) EXPECT_NE(s->state().FindBoundPod(key), nullptr);
+}
+
+// Without any lower-priority pod the group still does not fit: the second run's status is
+// the preemption's answer, and nothing moves.
+TEST(PodGroupTest, GangThatDoesNotFitEvenAloneEvictsNothing) {
+  ObjectSet c = OneNodeWithGang("2", 3);
+  c.pod_groups[0] = Gang("g", 3, 10);
+  c.pods = {MakePod("l1", "1", "", 0, "n1")};
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    std::vector<Placement> out =
+        s->ScheduleAll({MakePod("a", "1", "g", 10), MakePod("b", "1", "g", 10), MakePod("c", "1", "g", 10)});
+    EXPECT_EQ(out[0].pod_group->message,
+              "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining, pod group preemption: minCount (3) cannot be "
+              "satisfied: 2 scheduled, 0 remaining");
+    EXPECT_EQ(out[2].message, "minCount (3) cannot be satisfied: 1 scheduled, 1 remaining") << Describe(out[2]);
+    EXPECT_NE(s->state().FindBoundPod("default/l1"), nullptr);
+    EXPECT_EQ(out[0].attempts, 1);
+  }
+}
+
+// A member taken through the single-pod cycle (Scheduler::Schedule) leaves preemption to its
+// group's: DefaultPreemption's PostFilter refuses it.
+TEST(PodGroupTest, MemberAloneDoesNotPreemptPodByPod) {
+  const ObjectSet c = CrowdedNodeWithGang();
+  for (bool reference : {false, true}) {
+    auto s = Make(c, reference);
+    Placement p = s->Schedule(MakePod("big", "3", "g", 10));
+    EXPECT_EQ(p.message,
+              "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to workload aware preemption "
+              "enabled")
+        << Describe(p);
+    for (const char* key : {"default/l1", "default/l2", "default/l3"}) EXPECT_NE(s->state().FindBoundPod(key), nullptr);
+  }
+}
+
 // Engine (per pod and batched) and reference agree on random clusters where gangs, basic
 // groups, plain pods and preempting pods share the queue; every failed group leaves no pod of
 // it bound.
 TEST(PodGroupTest, EngineMatchesReferenceRandomized) {
-  int64_t groups_scheduled = 0, groups_failed = 0, preemptions = 0;
+  int64_t groups_scheduled = 0, groups_failed = 0, preemptions = 0, group_preemptions = 0;
   for (int32_t size : {8, 30, 120}) {
     for (uint64_t seed = 1; seed <= 6; ++seed) {
       std::mt19937_64 rng(seed * 1000003 + size);
@@ -252,7 +376,7 @@ TEST(PodGroupTest, EngineMatchesReferenceRandomized) {
       }
       std::set<std::string> seen;
       for (const Placement& p : runs[0]) {
-        if (p.preemption && !p.preemption->victims.empty()) ++preemptions;
+        if (p.preemption && !p.preemption->victims.empty()) ++(p.pod_group ? group_preemptions : preemptions);
         if (p.pod_group && seen.insert(p.pod_group->pod_group).second) (p.pod_group->scheduled ? groups_scheduled : groups_failed)++;
       }
     }
@@ -260,6 +384,7 @@ TEST(PodGroupTest, EngineMatchesReferenceRandomized) {
   EXPECT_GT(groups_scheduled, 10);
   EXPECT_GT(groups_failed, 10);
   EXPECT_GT(preemptions, 5);
+  EXPECT_GT(group_preemptions, 5);
 }
 
 }  // namespace

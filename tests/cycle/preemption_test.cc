@@ -119,6 +119,21 @@ TEST_F(PreemptionTest, ReprievesPdbViolatingVictimsFirstThenByImportance) {
   EXPECT_EQ(Names(plain.victims), (std::vector<std::string>{"low-protected"}));  // the least important goes
 }
 
+// With GenericWorkload, a victim that names a PodGroup ranks above a plain pod of its
+// priority, whatever their start times: the plain pod goes first.
+TEST_F(PreemptionTest, GenericWorkloadRanksPodGroupVictimsAbovePlainOnes) {
+  objects_.nodes = {MakeNode("n1", "2")};
+  objects_.pods = {MakePod("member", "n1", 1, "1", 20), MakePod("plain", "n1", 1, "1", 10)};
+  objects_.pods[0].scheduling_group = "g";
+  Build();
+  Pod pod = MakePod("incoming", "", 50, "1");
+  Candidate c;
+  ASSERT_TRUE(SelectVictimsOnNode(*host_, pod, 0, {}, &c).IsSuccess());
+  EXPECT_EQ(Names(c.victims), (std::vector<std::string>{"member"}));  // the later start goes
+  ASSERT_TRUE(SelectVictimsOnNode(*host_, pod, 0, {}, &c, /*generic_workload=*/true).IsSuccess());
+  EXPECT_EQ(Names(c.victims), (std::vector<std::string>{"plain"}));
+}
+
 TEST_F(PreemptionTest, NoLowerPriorityPodAndDoesNotFitEvenEmpty) {
   objects_.nodes = {MakeNode("n1", "2")};
   objects_.pods = {MakePod("same", "n1", 50, "2")};

@@ -117,7 +117,9 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   EXPECT_FALSE(fail->gangs[0].placed);
   EXPECT_EQ(fail->gangs[0].min_count, 3);
   EXPECT_EQ(fail->gangs[0].first_unplaced, "default/w0");
-  EXPECT_EQ(fail->gangs[0].reason, "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining");
+  EXPECT_EQ(fail->gangs[0].reason,
+            "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, pod group preemption: "
+            "No preemption victims found for incoming preemptor");
   for (const cycle::Placement& p : fail->placements) {
     if (p.pod == "default/solo") {
       EXPECT_FALSE(p.node.empty());  // not in the gang: placed after it failed

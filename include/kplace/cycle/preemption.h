@@ -118,6 +118,10 @@ bool PodEligibleToPreemptOthers(const Pod& pod, const PluginStatus* nominated_st
 std::vector<int32_t> NodesForStatusCode(const NodeToStatus& statuses, Code code, const DryRunHost& host,
                                         const std::vector<int32_t>* order = nullptr);
 
+/** FilterPodsWithPDBViolation (§8) for `pods` in importance order: whether each, evicted after
+ *  the ones before it, takes a PodDisruptionBudget below zero. Budgets are fresh per call. */
+std::vector<bool> ViolatesPdb(const std::vector<const Pod*>& pods, const std::vector<PodDisruptionBudget>& pdbs);
+
 /** numCandidates (§5). */
 int32_t NumCandidates(int32_t potential, const DefaultPreemptionArgs& args);
 
@@ -129,9 +133,11 @@ struct Candidate {
 };
 
 /** SelectVictimsOnNode (§7): Success with the candidate, or the status that rules the node
- *  out (an Error when every victim could be reprieved). */
+ *  out (an Error when every victim could be reprieved). With `generic_workload`, a victim
+ *  that names a PodGroup ranks above a plain pod of its priority (MoreImportantVictim). */
 PluginStatus SelectVictimsOnNode(DryRunHost& host, const Pod& pod, int32_t node,
-                                 const std::vector<PodDisruptionBudget>& pdbs, Candidate* out);
+                                 const std::vector<PodDisruptionBudget>& pdbs, Candidate* out,
+                                 bool generic_workload = false);
 
 struct DryRunResult {
   std::vector<Candidate> candidates;  // non-violating first, then violating, each in visit order
@@ -145,7 +151,8 @@ struct DryRunResult {
 /** DryRunPreemption (§6) over `potential` from `offset` (wrapping), stopping once a
  *  non-violating candidate exists and `num_candidates` are held. */
 DryRunResult DryRunPreemption(DryRunHost& host, const Pod& pod, const std::vector<int32_t>& potential,
-                              const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates);
+                              const std::vector<PodDisruptionBudget>& pdbs, int32_t offset, int32_t num_candidates,
+                              bool generic_workload = false);
 
 /** pickOneNodeForPreemption (§10): the index into `candidates` of the best one; -1 when empty.
  *  `decided_by`, when given, gets the criterion that left the best one alone: an index into
@@ -191,6 +198,8 @@ struct PostFilterOptions {
   std::vector<PreemptionExtender*> extenders;
   /** The snapshot's node list as node indices (node-tree order); empty: index order. */
   std::vector<int32_t> node_order;
+  /** The GenericWorkload gate: victims that name a PodGroup rank above plain ones. */
+  bool generic_workload = false;
 };
 
 /** DefaultPreemption's PostFilter (§2) for `pod` after the filter pass gave `statuses`. The

@@ -132,6 +132,10 @@ struct PodGroupOutcome {
   bool scheduled = false;  // the condition is True
   std::string reason;      // Scheduled, Unschedulable or SchedulerError
   std::string message;
+  /** Workload-aware preemption's victims for the group (namespace/name, in the order chosen).
+   *  Each member it placed holds its nomination in Placement::preemption, the first of them
+   *  the victims too. */
+  std::vector<std::string> victims;
 };
 
 struct Placement {

@@ -1,0 +1,163 @@
+// Workload-aware preemption: DefaultPreemption's PodGroupPostFilter, which runs when a
+// PodGroup cycle leaves its group Unschedulable (GenericWorkload, v1.37; docs/podgroup.md).
+// The whole cluster is one domain: every lower-priority pod is removed, the group algorithm
+// runs once on what is left, and the removed pods are put back one at a time, most
+// important first, while every member the run placed still passes Filter where it was
+// placed. The pods that could not go back are the victims.
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cycle_scheduler.h"
+#include "kplace/common/strings.h"
+#include "kplace/model/decode.h"
+#include "kplace/state/event.h"
+
+namespace kplace::cycle {
+
+namespace {
+
+// A preemption unit. Each is one pod: PodGroup's disruptionMode (a whole group evicted as
+// one unit) is not modelled.
+struct Unit {
+  Pod pod;  // a copy: the cluster changes while units are tried
+  std::string key;
+  int32_t priority;  // its PodGroup's, when it has one, else its own
+  bool in_group;     // names a PodGroup: ranks above a plain pod of its priority
+  int64_t start;     // status.startTime; none: after every pod that has one
+};
+
+// MoreImportantVictim: higher priority, a PodGroup's pod before a plain one, the earlier
+// start, the smaller UID; kplace's inputs may lack UIDs, so the earlier listed last.
+bool MoreImportant(const Unit& a, const Unit& b) {
+  if (a.priority != b.priority) return a.priority > b.priority;
+  if (a.in_group != b.in_group) return a.in_group;
+  if (a.start != b.start) return a.start < b.start;
+  return a.pod.meta.uid < b.pod.meta.uid;
+}
+
+}  // namespace
+
+CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMembers& g, int32_t priority) {
+  GroupPreemption r;
+  // validatePodGroup made every member's policy the same.
+  if (g.pods[g.queued.front()]->preemption_policy == "Never") {
+    r.message = "not eligible due to preemptionPolicy=Never.";
+    return r;
+  }
+  auto priority_of = [&](const Pod& pod) {
+    if (!pod.scheduling_group.empty()) {
+      if (const PodGroup* pg = state_.FindPodGroup(StrCat(pod.meta.namespace_, "/", pod.scheduling_group))) {
+        return PodGroupPriority(*pg, objects());
+      }
+    }
+    return PodPriority(pod);
+  };
+
+  // A lower-priority pod still terminating for an earlier preemption on a member's
+  // nominated node: that preemption is under way, and the nominations stand.
+  for (size_t m : g.queued) {
+    const Pod* nominated = state_.Nomination(ObjectKey(g.pods[m]->meta));
+    const NodeIndex row = nominated ? state_.Row(nominated->nominated_node_name) : engine::kNoId;
+    if (row == engine::kNoId) continue;
+    for (const Pod* q : state_.PodsOn({row})) {
+      if (priority_of(*q) < priority && TerminatingByPreemption(*q)) {
+        r.code = Code::kSuccess;
+        r.message = "ongoing preemption on nominated nodes";
+        for (size_t k : g.queued) {
+          const Pod* n = state_.Nomination(ObjectKey(g.pods[k]->meta));
+          r.nominations.emplace_back(k, n ? n->nominated_node_name : "");
+        }
+        return r;
+      }
+    }
+  }
+
+  std::vector<Unit> units;
+  for (const Pod* q : state_.PodsOn(state_.order())) {
+    const int32_t p = priority_of(*q);
+    if (p >= priority) continue;
+    units.push_back(Unit{*q, ObjectKey(q->meta), p, !q->scheduling_group.empty(),
+                         q->start_time_ns.value_or(std::numeric_limits<int64_t>::max())});
+  }
+  if (units.empty()) {
+    r.code = Code::kUnschedulableAndUnresolvable;
+    r.message = "No preemption victims found for incoming preemptor";
+    return r;
+  }
+  std::stable_sort(units.begin(), units.end(), MoreImportant);
+  // The units that would break a PodDisruptionBudget are put back first.
+  {
+    std::vector<const Pod*> ranked(units.size());
+    for (size_t u = 0; u < units.size(); ++u) ranked[u] = &units[u].pod;
+    const std::vector<bool> violates = ViolatesPdb(ranked, objects().pdbs);
+    std::vector<Unit> first, rest;
+    for (size_t u = 0; u < units.size(); ++u) (violates[u] ? first : rest).push_back(std::move(units[u]));
+    units = std::move(first);
+    units.insert(units.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
+  }
+
+  auto fail = [&](const absl::Status& s) {
+    r.code = Code::kError;
+    r.message = std::string(s.message());
+    return r;
+  };
+  auto remove_all = [&]() -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(state_.Begin());
+    for (const Unit& u : units) KPLACE_RETURN_IF_ERROR(state_.Apply(state::PodEvent(state::EventType::kDeleted, u.pod)));
+    return absl::OkStatus();
+  };
+
+  // The group algorithm once, on the cluster without any of them. Its cycles move the start
+  // index on, as upstream's do.
+  std::vector<Placement> run(g.pods.size());
+  std::vector<Placement*> slots(g.pods.size(), nullptr);
+  for (size_t m : g.queued) {
+    run[m].pod = ObjectKey(g.pods[m]->meta);
+    slots[m] = &run[m];
+  }
+  if (absl::Status s = remove_all(); !s.ok()) return fail(s);
+  size_t evaluated = 0;
+  const GroupStatus rerun = RunPodGroup(g, slots, &evaluated);
+  if (absl::Status s = RevertKeepingCycle(); !s.ok()) return fail(s);
+  if (rerun.code != Code::kSuccess) {
+    r.code = rerun.code;
+    r.message = rerun.Message();
+    return r;
+  }
+  std::vector<std::pair<size_t, std::string>> placed;  // in the order the run placed them
+  for (size_t m : g.queued) {
+    if (!run[m].node.empty()) placed.emplace_back(m, run[m].node);
+  }
+
+  // Each unit back in turn: it stays when every placed member still passes Filter on its
+  // node with the members before it placed.
+  if (absl::Status s = remove_all(); !s.ok()) return fail(s);
+  for (const Unit& u : units) {
+    const state::ClusterEvent back = state::PodEvent(state::EventType::kAdded, u.pod);
+    if (absl::Status s = state_.Begin(); !s.ok()) return fail(s);
+    bool fits = state_.Apply(back).ok();
+    for (size_t k = 0; k < placed.size() && fits; ++k) {
+      const Pod& member = *g.pods[placed[k].first];
+      absl::StatusOr<std::string> fit = WalkFilter(member, {placed[k].second}, true, nullptr);
+      fits = fit.ok() && !fit->empty();
+      if (fits) Bind(member, state_.Row(placed[k].second));
+    }
+    if (absl::Status s = state_.Revert(); !s.ok()) return fail(s);
+    if (fits) {
+      if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
+    } else {
+      r.victims.push_back(u.key);
+    }
+  }
+  if (absl::Status s = state_.Revert(); !s.ok()) return fail(s);
+  r.code = Code::kSuccess;
+  r.message = StrCat("found a placement for podgroup, preempting ", r.victims.size(), " victims");
+  r.nominations = std::move(placed);
+  return r;
+}
+
+}  // namespace kplace::cycle
