@@ -603,7 +603,7 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
   const json* expect = CaseReader::Find(doc, "expect");
   if (!expect || !expect->is_object()) return r.Error("expect", "missing");
   for (auto it = expect->begin(); it != expect->end(); ++it) {
-    if (it.key() != "placements" && it.key() != "hinted" && it.key() != "podGroups") {
+    if (it.key() != "placements" && it.key() != "hinted" && it.key() != "podGroups" && it.key() != "evicted") {
       return r.Error(StrCat("expect.", it.key()), "unknown expectation");
     }
   }
@@ -648,6 +648,21 @@ absl::Status DecodeSequence(const CaseReader& r, const json& doc, Case* c) {
       }
       q.pod_groups.push_back(std::move(want));
     }
+  }
+  if (const json* evicted = CaseReader::Find(*expect, "evicted")) {
+    if (!q.queued) return r.Error("expect.evicted", "only a case with podGroups asserts them");
+    if (!evicted->is_array()) return r.Error("expect.evicted", "expected a list of existing pods' namespace/name");
+    std::set<std::string> existing;
+    for (const Pod& p : c->objects.pods) existing.insert(ObjectKey(p.meta));
+    std::vector<std::string>& keys = q.evicted.emplace();
+    for (size_t i = 0; i < evicted->size(); ++i) {
+      const json& e = (*evicted)[i];
+      const std::string path = StrCat("expect.evicted[", i, "]");
+      if (!e.is_string()) return r.Error(path, "expected an existing pod's namespace/name");
+      if (!existing.count(e.get<std::string>())) return r.Error(path, StrCat("no existing pod ", e.get<std::string>()));
+      keys.push_back(e.get<std::string>());
+    }
+    std::sort(keys.begin(), keys.end());
   }
   if (const json* hinted = CaseReader::Find(*expect, "hinted")) {
     if (!hinted->is_array() || hinted->size() != q.pods.size()) {

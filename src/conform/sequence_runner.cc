@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "kplace/common/status.h"
 #include "kplace/common/strings.h"
 #include "kplace/conform/runner.h"
 #include "kplace/cycle/scheduler.h"
+#include "kplace/model/decode.h"
 
 namespace kplace::conform {
 
@@ -73,6 +75,24 @@ absl::StatusOr<CaseResult> RunSequenceCase(const Case& c, const RunOptions& run)
     const std::string message = it == groups.end() ? "" : it->second->message;
     if (want.message && message != *want.message) {
       result.diffs.push_back(StrCat("PodGroup ", want.name, " message: expected \"", *want.message, "\", got \"", message, "\""));
+    }
+  }
+  if (q.evicted) {
+    std::vector<std::string> gone;  // sorted: the existing pods are walked in key order below
+    std::set<std::string> keys;
+    for (const Pod& p : c.objects.pods) {
+      if (!p.node_name.empty()) keys.insert(ObjectKey(p.meta));
+    }
+    for (const std::string& key : keys) {
+      if (!scheduler->state().FindBoundPod(key)) gone.push_back(key);
+    }
+    if (gone != *q.evicted) {
+      auto list = [](const std::vector<std::string>& keys) {
+        std::string out;
+        for (const std::string& k : keys) out += (out.empty() ? "" : ", ") + k;
+        return StrCat("[", out, "]");
+      };
+      result.diffs.push_back(StrCat("evicted: expected ", list(*q.evicted), ", got ", list(gone)));
     }
   }
   result.outcome = result.diffs.empty() ? Outcome::kPass : Outcome::kFail;

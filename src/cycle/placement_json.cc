@@ -195,6 +195,7 @@ json PlacementJson(const Placement& p, bool explain, const Profile& profile, con
                      {"scheduled", p.pod_group->scheduled},
                      {"reason", p.pod_group->reason},
                      {"message", p.pod_group->message}};
+    if (!p.pod_group->victims.empty()) j["podGroup"]["victims"] = p.pod_group->victims;  // its preemption's
   }
   if (p.preemption && !p.preemption->victims.empty()) {
     j["nominatedNode"] = p.preemption->nominated_node;

@@ -112,6 +112,9 @@ struct SequenceInput {
    *  not one cycle per pod in list order. */
   bool queued = false;
   std::vector<PodGroupExpectation> pod_groups;  // empty: not asserted
+  /** Existing pods (namespace/name) preemption removed by the end of a queued case, sorted;
+   *  nullopt: not asserted. */
+  std::optional<std::vector<std::string>> evicted;
   SchedulerConfig config;                       // `profile` and `additionalProfiles`, merged and defaulted
   std::vector<std::string> unsigned_profiles;   // profiles with a test plugin that does not sign
   std::vector<Pod> pods;                        // the sequence, in order
