@@ -100,13 +100,26 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
     units.insert(units.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
   }
 
+  // Transactions this function opened and has not closed: an error closes them, so the
+  // cluster is as it was.
+  int32_t open = 0;
+  auto begin = [&]() -> absl::Status {
+    KPLACE_RETURN_IF_ERROR(state_.Begin());
+    ++open;
+    return absl::OkStatus();
+  };
+  auto revert = [&]() -> absl::Status {
+    --open;
+    return state_.Revert();
+  };
   auto fail = [&](const absl::Status& s) {
+    while (open > 0) (void)revert();
     r.code = Code::kError;
     r.message = std::string(s.message());
     return r;
   };
   auto remove_all = [&]() -> absl::Status {
-    KPLACE_RETURN_IF_ERROR(state_.Begin());
+    KPLACE_RETURN_IF_ERROR(begin());
     for (const Unit& u : units) KPLACE_RETURN_IF_ERROR(state_.Apply(state::PodEvent(state::EventType::kDeleted, u.pod)));
     return absl::OkStatus();
   };
@@ -122,6 +135,7 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
   if (absl::Status s = remove_all(); !s.ok()) return fail(s);
   size_t evaluated = 0;
   const GroupStatus rerun = RunPodGroup(g, slots, &evaluated);
+  --open;
   if (absl::Status s = RevertKeepingCycle(); !s.ok()) return fail(s);
   if (rerun.code != Code::kSuccess) {
     r.code = rerun.code;
@@ -138,22 +152,23 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
   if (absl::Status s = remove_all(); !s.ok()) return fail(s);
   for (const Unit& u : units) {
     const state::ClusterEvent back = state::PodEvent(state::EventType::kAdded, u.pod);
-    if (absl::Status s = state_.Begin(); !s.ok()) return fail(s);
-    bool fits = state_.Apply(back).ok();
+    if (absl::Status s = begin(); !s.ok()) return fail(s);
+    if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
+    bool fits = true;
     for (size_t k = 0; k < placed.size() && fits; ++k) {
       const Pod& member = *g.pods[placed[k].first];
       absl::StatusOr<std::string> fit = WalkFilter(member, {placed[k].second}, true, nullptr);
       fits = fit.ok() && !fit->empty();
       if (fits) Bind(member, state_.Row(placed[k].second));
     }
-    if (absl::Status s = state_.Revert(); !s.ok()) return fail(s);
+    if (absl::Status s = revert(); !s.ok()) return fail(s);
     if (fits) {
       if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
     } else {
       r.victims.push_back(u.key);
     }
   }
-  if (absl::Status s = state_.Revert(); !s.ok()) return fail(s);
+  if (absl::Status s = revert(); !s.ok()) return fail(s);
   r.code = Code::kSuccess;
   r.message = StrCat("found a placement for podgroup, preempting ", r.victims.size(), " victims");
   r.nominations = std::move(placed);
