@@ -822,6 +822,13 @@ absl::StatusOr<PodGroup> DecodePodGroup(JsonView j, std::string_view where, std:
       g.priority = priority;
     }
     KPLACE_RETURN_IF_ERROR(r.String(spec, "priorityClassName", p, &g.priority_class_name));
+    // Fields that change decisions in ways kplace does not model are refused, never ignored.
+    for (const auto& [field, what] : {std::pair<const char*, const char*>{"schedulingConstraints",
+                                                                          "topology-aware placement (TopologyAwareWorkloadScheduling, alpha)"},
+                                      {"disruptionMode", "a group preempted as one unit"},
+                                      {"preemptionPolicy", "a group's own preemption policy (PodGroupPreemptionPolicy, alpha)"}}) {
+      if (Reader::Has(spec, field)) return r.Error(Reader::Join(p, field), StrCat(what, " is not modelled by kplace"));
+    }
     const std::string pp = Reader::Join(p, "schedulingPolicy");
     if (!Reader::Has(spec, "schedulingPolicy")) return r.Error(pp, "Required value");
     return r.Object(spec, "schedulingPolicy", p, [&](JsonView policy, const std::string&) -> absl::Status {

@@ -194,6 +194,34 @@ TEST(PodGroupTest, MembersMustShareTheGroupsPriority) {
   }
 }
 
+// What kplace does not model is refused, never ignored: PodGroup fields that change
+// decisions, and the alpha gates of the PodGroup cycle.
+TEST(PodGroupTest, UnmodelledFieldsAndGatesAreRefused) {
+  for (const char* field : {"schedulingConstraints", "disruptionMode", "preemptionPolicy"}) {
+    json j = {{"apiVersion", "scheduling.k8s.io/v1beta1"},
+              {"kind", "PodGroup"},
+              {"metadata", {{"name", "g"}, {"namespace", "default"}}},
+              {"spec", {{"schedulingPolicy", {{"basic", json::object()}}}}}};
+    j["spec"][field] = json::object();
+    auto g = DecodePodGroup(j, "in.json");
+    ASSERT_FALSE(g.ok()) << field;
+    EXPECT_NE(std::string(g.status().message()).find(StrCat("in.json: PodGroup default/g: spec.", field, ": ")),
+              std::string::npos)
+        << g.status();
+    EXPECT_NE(std::string(g.status().message()).find("is not modelled by kplace"), std::string::npos) << g.status();
+  }
+  const ObjectSet c = OneNodeWithGang("2", 1);
+  for (const char* gate : {"TopologyAwareWorkloadScheduling", "CompositePodGroup", "PodGroupPreemptionPolicy"}) {
+    Options o;
+    o.gates.overrides["GenericWorkload"] = true;
+    o.gates.overrides[gate] = true;
+    auto s = Scheduler::Create(c, DefaultSchedulerConfig(), o);
+    ASSERT_FALSE(s.ok()) << gate;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(s.status().message()).find(StrCat("feature gate ", gate, "=true is not modelled")), std::string::npos);
+  }
+}
+
 TEST(PodGroupTest, GateOffSchedulesMembersAlone) {
   ObjectSet c = OneNodeWithGang("2", 3);
   auto s = Make(c, false, /*on=*/false);
