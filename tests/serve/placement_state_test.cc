@@ -150,20 +150,34 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
   EXPECT_EQ(held->placements[0].message, "waiting for pods's pod group \"missing\" to appear in scheduling queue");
 }
 
+// An object's spec.priority set.
+std::string WithPriority(std::string object, int priority) {
+  return object.replace(object.find(R"("spec":{)"), 8, StrCat(R"("spec":{"priority":)", priority, ","));
+}
+
 // The service decides PodGroups as `kplace schedule` does (Scheduler::ScheduleAll on the same
-// objects): random clusters and requests of gangs, basic groups and plain pods.
+// objects): random clusters with lower-priority pods running, and requests of gangs, basic
+// groups and plain pods, some groups of a priority that preempts.
 TEST(PlacementStateTest, PodGroupsDecideAsScheduleAllDoes) {
   std::mt19937_64 rng(7);
   auto pick = [&](int n) { return static_cast<int>(rng() % n); };
-  for (int round = 0; round < 12; ++round) {
+  int64_t group_victims = 0;
+  for (int round = 0; round < 24; ++round) {
     std::vector<std::string> nodes, request;
-    for (int i = 0; i < 3 + pick(6); ++i) nodes.push_back(NodeJson(StrCat("n", i), std::to_string(2 + pick(4))));
+    const int num_nodes = 3 + pick(6);
+    for (int i = 0; i < num_nodes; ++i) nodes.push_back(NodeJson(StrCat("n", i), std::to_string(2 + pick(4))));
+    for (int i = 0; i < num_nodes; ++i) {
+      if (pick(4)) nodes.push_back(PodJson(StrCat("low", i), std::to_string(1 + pick(2)), StrCat("n", i)));
+    }
     for (int g = 0; g < 1 + pick(3); ++g) {
       const int members = 1 + pick(5);
-      std::string group = PodGroupJson(StrCat("g", g), 1 + pick(members + 1));
+      const int priority = pick(2) * 10;
+      std::string group = WithPriority(PodGroupJson(StrCat("g", g), 1 + pick(members + 1)), priority);
       if (pick(3) == 0) group.replace(group.find(R"({"gang":{"minCount":)"), std::string::npos, R"({"basic":{}}}})");
       request.push_back(group);
-      for (int m = 0; m < members; ++m) request.push_back(GroupMember(StrCat("g", g, "-", m), std::to_string(1 + pick(3)), StrCat("g", g)));
+      for (int m = 0; m < members; ++m) {
+        request.push_back(WithPriority(GroupMember(StrCat("g", g, "-", m), std::to_string(1 + pick(3)), StrCat("g", g)), priority));
+      }
     }
     for (int k = 0; k < pick(4); ++k) request.push_back(PodJson(StrCat("plain", k), std::to_string(1 + pick(3))));
     std::shuffle(request.begin(), request.end(), rng);
@@ -180,14 +194,30 @@ TEST(PlacementStateTest, PodGroupsDecideAsScheduleAllDoes) {
     ASSERT_TRUE(s.ok()) << s.status();
     std::vector<cycle::Placement> want = (*s)->ScheduleAll(pending.pods);
     ASSERT_EQ(got->placements.size(), want.size());
+    auto victims = [](const cycle::Placement& p) {
+      std::string out;
+      if (p.preemption) {
+        for (const std::string& v : p.preemption->victims) out += v + ",";
+      }
+      return out;
+    };
     for (size_t k = 0; k < want.size(); ++k) {
       const cycle::Placement& a = got->placements[k];
       const cycle::Placement& b = want[k];
-      EXPECT_EQ(StrCat(a.pod, " ", a.node, " ", a.message, " ", a.pod_group ? a.pod_group->message : "-"),
-                StrCat(b.pod, " ", b.node, " ", b.message, " ", b.pod_group ? b.pod_group->message : "-"))
+      EXPECT_EQ(StrCat(a.pod, " ", a.node, " ", a.message, " ", a.pod_group ? a.pod_group->message : "-", " ", victims(a)),
+                StrCat(b.pod, " ", b.node, " ", b.message, " ", b.pod_group ? b.pod_group->message : "-", " ", victims(b)))
           << "round " << round;
+      if (b.pod_group && b.preemption) group_victims += static_cast<int64_t>(b.preemption->victims.size());
+    }
+    // The pods the service still holds are the ones the scheduler alone kept.
+    for (const Pod& p : cluster.pods) {
+      const bool kept = (*s)->state().FindBoundPod(ObjectKey(p.meta)) != nullptr;
+      const std::vector<std::string> held = Names(service.Snapshot(), "Pod");
+      EXPECT_EQ(std::count(held.begin(), held.end(), StrCat(p.meta.name, "@", p.node_name)), kept ? 1 : 0)
+          << p.meta.name << " round " << round;
     }
   }
+  EXPECT_GT(group_victims, 3);  // groups did preempt
 }
 
 // Without GenericWorkload (v1.37's default) spec.schedulingGroup changes nothing, as upstream.
