@@ -39,6 +39,30 @@ bool MoreImportant(const Unit& a, const Unit& b) {
   return a.pod.meta.uid < b.pod.meta.uid;
 }
 
+// Whether a member's Filter verdict can depend on pods on other nodes than its own: through
+// its required inter-pod (anti-)affinity, a hard spread constraint (its own or the profile's
+// defaults), or its volumes and claims. Conservative: any volume counts.
+bool SeesOtherNodes(const Pod& pod, const PodTopologySpreadArgs& spread) {
+  if (pod.affinity && ((pod.affinity->pod_affinity && !pod.affinity->pod_affinity->required.empty()) ||
+                       (pod.affinity->pod_anti_affinity && !pod.affinity->pod_anti_affinity->required.empty()))) {
+    return true;
+  }
+  const auto hard = [](const TopologySpreadConstraint& c) { return c.when_unsatisfiable != "ScheduleAnyway"; };
+  if (std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(), hard)) return true;
+  if (pod.topology_spread_constraints.empty() &&
+      std::any_of(spread.default_constraints.begin(), spread.default_constraints.end(), hard)) {
+    return true;
+  }
+  return !pod.volumes.empty() || !pod.resource_claims.empty();
+}
+
+// Whether a pod put back can change verdicts on other nodes than its own: through its
+// required anti-affinity, its volumes or its claims.
+bool ReachesOtherNodes(const Pod& pod) {
+  if (pod.affinity && pod.affinity->pod_anti_affinity && !pod.affinity->pod_anti_affinity->required.empty()) return true;
+  return !pod.volumes.empty() || !pod.resource_claims.empty();
+}
+
 }  // namespace
 
 CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMembers& g, int32_t priority) {
@@ -148,14 +172,33 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
   }
 
   // Each unit back in turn: it stays when every placed member still passes Filter on its
-  // node with the members before it placed.
+  // node with the members before it placed. When neither the members nor the unit look past
+  // their own node, only the members placed on the unit's node can change their verdict:
+  // the others are not asked again (nor bound, which no asked member's node sees). A
+  // member's own nomination ends when it is bound: one that holds one takes the whole check.
+  const PodTopologySpreadArgs& spread = dry_[g.profile_of[g.queued.front()]]->profile().args.pod_topology_spread;
+  const bool members_local =
+      !options_.group_preemption_asks_all && std::none_of(placed.begin(), placed.end(), [&](const auto& a) {
+        const Pod& m = *g.pods[a.first];
+        return SeesOtherNodes(m, spread) || state_.Nomination(ObjectKey(m.meta));
+      });
   if (absl::Status s = remove_all(); !s.ok()) return fail(s);
+  std::vector<size_t> asked;  // indices into `placed`
   for (const Unit& u : units) {
     const state::ClusterEvent back = state::PodEvent(state::EventType::kAdded, u.pod);
+    asked.clear();
+    for (size_t k = 0; k < placed.size(); ++k) {
+      if (!members_local || ReachesOtherNodes(u.pod) || placed[k].second == u.pod.node_name) asked.push_back(k);
+    }
+    if (asked.empty()) {  // nothing it can change: it stays
+      if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
+      continue;
+    }
     if (absl::Status s = begin(); !s.ok()) return fail(s);
     if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
     bool fits = true;
-    for (size_t k = 0; k < placed.size() && fits; ++k) {
+    for (size_t a = 0; a < asked.size() && fits; ++a) {
+      const size_t k = asked[a];
       const Pod& member = *g.pods[placed[k].first];
       absl::StatusOr<std::string> fit = WalkFilter(member, {placed[k].second}, true, nullptr);
       fits = fit.ok() && !fit->empty();

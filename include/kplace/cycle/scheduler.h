@@ -73,6 +73,10 @@ struct Options {
   /** Time each cycle's extension points into Placement::times (`kplace bench`'s histogram).
    *  The batched path times PreScore within Score (its ScoreRun does both). */
   bool time_extension_points = false;
+  /** Workload-aware preemption asks every placed member again after each pod it puts back,
+   *  as upstream does, instead of only the members a node-local check can reach. Decisions
+   *  are the same either way (a test compares them); this is the slow path. */
+  bool group_preemption_asks_all = false;
 };
 
 /** How a batched scheduler's pods went (Scheduler::batch_stats). */
