@@ -192,9 +192,6 @@ class CycleScheduler final : public Scheduler, private state::ClusterState::List
   std::vector<OpportunisticBatch> opp_;
   int64_t cycle_ = 0;          // scheduling cycles so far, every profile's
   bool expire_batch_ = false;  // ExpireBatchState, for the next cycle
-  // Inside a PodGroup cycle: a member that fits nowhere runs no per-pod PostFilter (the
-  // group's own preemption decides for all of it).
-  bool in_pod_group_ = false;
   int64_t expired_cycle_ = -1;
 };
 

@@ -256,7 +256,6 @@ GroupStatus CycleScheduler::RunPodGroup(const GroupMembers& g, const std::vector
     return status;
   }
   bool any_scheduled = false;
-  in_pod_group_ = true;
   for (size_t m : g.queued) {
     Placement& p = *out[m];  // its key alone so far: the cycle's result takes its place
     p = ScheduleAdmitted(*g.pods[m], *evaluators_[g.profile_of[m]], g.profile_of[m], KeyOnly(std::move(p.pod)));
@@ -272,7 +271,6 @@ GroupStatus CycleScheduler::RunPodGroup(const GroupMembers& g, const std::vector
     if (status.code == Code::kUnschedulable) break;
     any_scheduled = any_scheduled || fits;
   }
-  in_pod_group_ = false;
   if (status.code == Code::kError) return status;
   status = progress.Status();
   if (status.code == Code::kWait) {

@@ -62,7 +62,6 @@ void CycleScheduler::Write(ObjectSet writes, Placement* out) {
 // PostFilter, timed when the profile has PostFilter plugins (upstream observes it then only).
 Placement CycleScheduler::TimedPostFilter(const Pod& pod, Evaluator* ev, size_t ev_index, const NodeToStatus& statuses,
                                           std::vector<HostPlugin::PostFilterInput> inputs, Placement out) {
-  if (in_pod_group_) return out;
   if (!options_.time_extension_points || ev->profile().post_filter.empty()) {
     return PostFilter(pod, ev, ev_index, statuses, inputs, std::move(out));
   }

@@ -55,6 +55,9 @@ ObjectSet OneNodeWithGang(const std::string& cpu, int32_t min_count) {
 
 // What workload-aware preemption adds to a failed group's message when no pod ranks lower.
 constexpr char kNoVictims[] = ", pod group preemption: No preemption victims found for incoming preemptor";
+// A member that fits nowhere: DefaultPreemption's PostFilter leaves it to its group's.
+constexpr char kMemberFitError[] =
+    "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to workload aware preemption enabled";
 
 std::unique_ptr<Scheduler> Make(const ObjectSet& c, bool reference = false, bool on = true, int32_t batch = 1) {
   Options o;
@@ -106,7 +109,7 @@ TEST(PodGroupTest, GangShortOfMinCountBindsNothing) {
     const std::string group = StrCat("minCount (3) cannot be satisfied: 2 scheduled, 0 remaining", kNoVictims);
     EXPECT_EQ(out[0].message, "pod group is unschedulable, " + group) << Describe(out[0]);
     EXPECT_EQ(out[1].message, "pod group is unschedulable, " + group) << Describe(out[1]);
-    EXPECT_EQ(out[2].message, "0/1 nodes are available: 1 Insufficient cpu.") << Describe(out[2]);
+    EXPECT_EQ(out[2].message, kMemberFitError) << Describe(out[2]);
     for (const Placement& p : out) {
       EXPECT_TRUE(p.node.empty()) << Describe(p);
       EXPECT_EQ(p.code, Code::kUnschedulable);
@@ -125,7 +128,7 @@ TEST(PodGroupTest, EarlyStopLeavesTheRestUntried) {
   ObjectSet c = OneNodeWithGang("2", 3);
   auto s = Make(c);
   std::vector<Placement> out = s->ScheduleAll({MakePod("a", "3", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
-  EXPECT_EQ(out[0].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out[0].message, kMemberFitError);
   EXPECT_EQ(out[1].message, "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining");
   EXPECT_EQ(out[2].message, "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining");
   EXPECT_EQ(out[1].code, Code::kUnschedulable);
@@ -156,12 +159,12 @@ TEST(PodGroupTest, BasicGroupBindsWhatFits) {
   std::vector<Placement> out = s->ScheduleAll({MakePod("a", "1", "g"), MakePod("b", "1", "g"), MakePod("c", "1", "g")});
   EXPECT_EQ(out[0].node, "n1");
   EXPECT_EQ(out[1].node, "n1");
-  EXPECT_EQ(out[2].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out[2].message, kMemberFitError);
   EXPECT_TRUE(out[2].pod_group->scheduled);
   // None fits: the group fails with minCount 1's status.
   auto t = Make(c);
   out = t->ScheduleAll({MakePod("x", "3", "g")});
-  EXPECT_EQ(out[0].message, "0/1 nodes are available: 1 Insufficient cpu.");
+  EXPECT_EQ(out[0].message, kMemberFitError);
   EXPECT_EQ(out[0].pod_group->message, StrCat("minCount (1) cannot be satisfied: 0 scheduled, 0 remaining", kNoVictims));
 }
 
@@ -261,7 +264,7 @@ TEST(PodGroupTest, GangPreemptsTheLeastImportantPods) {
         "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining, pod group preemption: found a placement for "
         "podgroup, preempting 2 victims";
     EXPECT_EQ(first[0].message, group) << Describe(first[0]);  // it fit: the group's status itself
-    EXPECT_EQ(first[1].message, "0/1 nodes are available: 1 Insufficient cpu.") << Describe(first[1]);
+    EXPECT_EQ(first[1].message, kMemberFitError) << Describe(first[1]);
     ASSERT_TRUE(first[0].pod_group);
     EXPECT_EQ(first[0].pod_group->message, group);
     EXPECT_EQ(first[0].pod_group->reason, "Unschedulable");

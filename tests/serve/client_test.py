@@ -158,7 +158,8 @@ class ServeTest(unittest.TestCase):
         fail = self.kp.schedule([group("pair", 2), member("x0", "3", "pair"), member("x1", "3", "pair")])
         self.assertFalse(fail.gangs[0].placed)
         self.assertEqual(fail.gangs[0].first_unplaced, "default/x0")
-        self.assertEqual(fail.gangs[0].reason, "0/2 nodes are available: 2 Insufficient cpu.")
+        self.assertEqual(fail.gangs[0].reason, "0/2 nodes are available: 2 Insufficient cpu. "
+                         "preemption: not eligible due to workload aware preemption enabled")
         self.assertEqual([p.node for p in fail.placements], ["", ""])
         self.assertEqual(fail.placements[1].message, "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining")
         names = sorted(o["metadata"]["name"] for o in self.snapshot()[1]["items"] if o["kind"] == "Pod")

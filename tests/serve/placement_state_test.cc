@@ -127,7 +127,8 @@ TEST(PlacementStateTest, GangsAreAllOrNothing) {
       EXPECT_TRUE(p.node.empty()) << p.pod;
     }
   }
-  EXPECT_EQ(fail->placements[2].message, "0/2 nodes are available: 2 Insufficient cpu.");
+  EXPECT_EQ(fail->placements[2].message,
+            "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to workload aware preemption enabled");
   EXPECT_EQ(s.revision(), rev + 1);
   EXPECT_EQ(Names(s.Snapshot(), "PodGroup"), (std::vector<std::string>{"train"}));  // it joined the cluster
   // minCount 2 is met: the two members that fit are kept, the third reports its own reason.
