@@ -299,6 +299,19 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
     ASSERT_EQ(plugins::FitFilterBasic(counted, plugins::FitBasicRequests{filter.cpu_milli, filter.mem_bytes, 0}, 0),
               plugins::FitFilterNode(counted, filter, 0))
         << "trial " << trial;
+    // The node's packed row (what the engine's columns keep beside them) reads the same.
+    const plugins::FitNodeRow row{alloc_cpu, alloc_mem, req_cpu, req_mem, nz_cpu, nz_mem, alloc_pods, pods};
+    plugins::FitNodeView packed = counted;
+    packed.rows = &row;
+    for (bool non_zero : {false, true}) {
+      fast.use_non_zero = loop.use_non_zero = non_zero;
+      ASSERT_EQ(plugins::FitScoreNode(packed, fast, 0), plugins::FitScoreNode(counted, loop, 0)) << "trial " << trial;
+    }
+    fast.use_non_zero = loop.use_non_zero = false;
+    ASSERT_EQ(plugins::BalancedScoreNode(packed, plugins::BalancedParams{fast}, 0),
+              plugins::BalancedScoreNode(counted, plugins::BalancedParams{loop}, 0))
+        << "trial " << trial;
+    ASSERT_EQ(plugins::FitFilterNode(packed, filter, 0), plugins::FitFilterNode(counted, filter, 0)) << "trial " << trial;
   }
 }
 

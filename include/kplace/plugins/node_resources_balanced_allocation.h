@@ -65,16 +65,17 @@ KPLACE_HOST_DEVICE inline bool BalancedScoresCpuMemory(const BalancedParams& p) 
  *  allocatable drops out; B of one fraction or none is 100 on both sides, so the score is
  *  then 75. */
 KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, const BalancedCpuMemory& p, int32_t i) {
-  const int64_t a_cpu = v.alloc_cpu_milli[i], a_mem = v.alloc_mem_bytes[i];
+  const FitNodeRow row = FitRowAt(v, i);
+  const int64_t a_cpu = row.alloc_cpu_milli, a_mem = row.alloc_mem_bytes;
   const int64_t half = kMaxNodeScore / 2;
   if (a_cpu == 0 || a_mem == 0) return half + half / 2;
   const int64_t r_cpu = p.cpu_request, r_mem = p.mem_request;
-  const int64_t q_cpu = SaturatingAdd(v.req_cpu_milli[i], r_cpu), q_mem = SaturatingAdd(v.req_mem_bytes[i], r_mem);
+  const int64_t req_cpu = row.req_cpu_milli, req_mem = row.req_mem_bytes;
+  const int64_t q_cpu = SaturatingAdd(req_cpu, r_cpu), q_mem = SaturatingAdd(req_mem, r_mem);
   const double with_pod[2] = {BalancedFraction(q_cpu, a_cpu), BalancedFraction(q_mem, a_mem)};
   // Without the pod the node holds its own requests unless a sum saturated.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const bool own = v.own_balance != nullptr && r_cpu >= 0 && r_mem >= 0 && v.req_cpu_milli[i] <= kMax - r_cpu &&
-                   v.req_mem_bytes[i] <= kMax - r_mem;
+  const bool own = v.own_balance != nullptr && r_cpu >= 0 && r_mem >= 0 && req_cpu <= kMax - r_cpu && req_mem <= kMax - r_mem;
   int64_t without;
   if (own) {
     without = v.own_balance[i];
