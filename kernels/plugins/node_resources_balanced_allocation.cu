@@ -83,7 +83,12 @@ class NodeResourcesBalancedAllocation final : public ResourceColumnsPlugin {
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
     if (plugins::BalancedScoresCpuMemory(params_)) {
-      ForListedNodes(nodes, count, scores, BalancedCpuMemoryFn{columns_.View(), plugins::BalancedCpuMemoryOf(params_)});
+      const plugins::FitNodeView v = columns_.View();
+      ForListedNodesAhead(nodes, count, scores, BalancedCpuMemoryFn{v, plugins::BalancedCpuMemoryOf(params_)},
+                          [v](NodeIndex i) {
+                            KPLACE_PREFETCH(v.rows + i);
+                            KPLACE_PREFETCH(v.own_balance + i);
+                          });
     } else {
       ForListedNodes(nodes, count, scores, BalancedScoreFn{columns_.View(), params_});
     }

@@ -102,7 +102,7 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
   }
   bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
     if (filter_.num_scalars == 0) {
-      ForListedNodes(nodes, count, codes, FitFilterBasicFn{columns_.View(), Basic()});
+      ForListedNodesAhead(nodes, count, codes, FitFilterBasicFn{columns_.View(), Basic()}, columns_.RowAhead());
     } else {
       ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
     }
@@ -157,7 +157,8 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
     if (plugins::FitScoresLeastCpuMemory(score_)) {
-      ForListedNodes(nodes, count, scores, FitLeastCpuMemoryFn{columns_.View(), plugins::FitLeastCpuMemoryOf(score_)});
+      ForListedNodesAhead(nodes, count, scores, FitLeastCpuMemoryFn{columns_.View(), plugins::FitLeastCpuMemoryOf(score_)},
+                          columns_.RowAhead());
     } else {
       ForListedNodes(nodes, count, scores, FitScoreFn{columns_.View(), score_});
     }

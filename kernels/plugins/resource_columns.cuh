@@ -274,6 +274,11 @@ class ResourceColumns {
                        req_scalar_.ptr(), keeps_own_balance_ ? own_balance_.ptr() : nullptr, rows_.ptr()};
   }
   bool pod_level() const { return pod_level_; }
+  /** Prefetches node i's row (ForListedNodesAhead's `ahead`). */
+  auto RowAhead() const {
+    const plugins::FitNodeRow* rows = rows_.ptr();
+    return [rows](NodeIndex i) { KPLACE_PREFETCH(rows + i); };
+  }
 
  private:
   std::vector<Column<int64_t>*> All() {
