@@ -728,10 +728,20 @@ class BackendFramework final : public engine::Framework {
     Upload(feasible, &nodes_);
     Resize(&scores_, static_cast<size_t>(count));
     int64_t* total = Scratch(&total_, count);
-    FillN(total, count, int64_t{0});
+    // For totals alone, a plugin whose normalized score is one value on every node
+    // (ConstantScore) adds it to the start of every total instead of scoring each node.
+    uint64_t constant = 0;
+    int64_t offset = 0;
+    for (size_t k = 0; k < score_.size() && k < 64 && !per_plugin; ++k) {
+      int64_t value = 0;
+      if (out->skipped[k] || !score_[k]->ConstantScore(&value)) continue;
+      constant |= uint64_t{1} << k;
+      offset += profile_.score[k].weight * value;
+    }
+    FillN(total, count, offset);
     int64_t* scores = Ptr(scores_);
     for (size_t k = 0; k < score_.size(); ++k) {
-      if (out->skipped[k]) continue;
+      if (out->skipped[k] || (k < 64 && (constant >> k & 1))) continue;
       score_[k]->Score(Ptr(nodes_), count, scores);
       if (per_plugin) thrust::copy(scores_.begin(), scores_.end(), out->raw[k].begin());
       score_[k]->NormalizeScore(count, scores);

@@ -20,6 +20,14 @@ struct BalancedScoreFn {
   KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::BalancedScoreNode(v, p, i); }
 };
 
+// Cpu and memory, the default resources, carry only the pod's two requests: Thrust copies a
+// functor several times per call, and BalancedParams is ~1.5 KB.
+struct BalancedCpuMemoryFn {
+  FitNodeView v;
+  plugins::BalancedCpuMemory p;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::BalancedScoreCpuMemory(v, p, i); }
+};
+
 class NodeResourcesBalancedAllocation final : public ResourceColumnsPlugin {
  public:
   static std::unique_ptr<engine::Plugin> Create(const PluginArgs& args, const FeatureGates&, std::string* error) {
@@ -74,7 +82,16 @@ class NodeResourcesBalancedAllocation final : public ResourceColumnsPlugin {
   }
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
-    ForListedNodes(nodes, count, scores, BalancedScoreFn{columns_.View(), params_});
+    if (plugins::BalancedScoresCpuMemory(params_)) {
+      const plugins::FitNodeView v = columns_.View();
+      ForListedNodesAhead(nodes, count, scores, BalancedCpuMemoryFn{v, plugins::BalancedCpuMemoryOf(params_)},
+                          [v](NodeIndex i) {
+                            KPLACE_PREFETCH(v.rows + i);
+                            KPLACE_PREFETCH(v.own_balance + i);
+                          });
+    } else {
+      ForListedNodes(nodes, count, scores, BalancedScoreFn{columns_.View(), params_});
+    }
   }
 
   // A node's score reads its own resource columns; a bind adds to the bound node's.

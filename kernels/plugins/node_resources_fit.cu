@@ -25,6 +25,20 @@ struct FitFilterFn {
   KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const { return plugins::FitFilterNode(v, p, i); }
 };
 
+// The common cases carry only what they read: Thrust copies a functor several times per
+// call, and the full parameter blocks are hundreds of bytes (the score's over a kilobyte).
+struct FitFilterBasicFn {
+  FitNodeView v;
+  plugins::FitBasicRequests p;
+  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const { return plugins::FitFilterBasic(v, p, i); }
+};
+
+struct FitLeastCpuMemoryFn {
+  FitNodeView v;
+  plugins::FitLeastCpuMemory p;
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::FitLeastAllocatedCpuMemory(v, p, i); }
+};
+
 struct FitScoreFn {
   FitNodeView v;
   FitScoreParams p;
@@ -80,10 +94,18 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
   }
 
   void Filter(int32_t n, VerdictCode* codes) override {
-    ForEachNode(n, codes, FitFilterFn{columns_.View(), filter_});
+    if (filter_.num_scalars == 0) {
+      ForEachNode(n, codes, FitFilterBasicFn{columns_.View(), Basic()});
+    } else {
+      ForEachNode(n, codes, FitFilterFn{columns_.View(), filter_});
+    }
   }
   bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
-    ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
+    if (filter_.num_scalars == 0) {
+      ForListedNodesAhead(nodes, count, codes, FitFilterBasicFn{columns_.View(), Basic()}, columns_.RowAhead());
+    } else {
+      ForListedNodes(nodes, count, codes, FitFilterFn{columns_.View(), filter_});
+    }
     return true;
   }
   bool FilterWithout(NodeIndex node, const std::vector<const Pod*>& removed, VerdictCode, const Snapshot& s,
@@ -134,7 +156,12 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
   }
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
-    ForListedNodes(nodes, count, scores, FitScoreFn{columns_.View(), score_});
+    if (plugins::FitScoresLeastCpuMemory(score_)) {
+      ForListedNodesAhead(nodes, count, scores, FitLeastCpuMemoryFn{columns_.View(), plugins::FitLeastCpuMemoryOf(score_)},
+                          columns_.RowAhead());
+    } else {
+      ForListedNodes(nodes, count, scores, FitScoreFn{columns_.View(), score_});
+    }
   }
 
 
@@ -153,6 +180,11 @@ class NodeResourcesFit final : public ResourceColumnsPlugin {
     } else {
       score_.strategy = plugins::FitStrategy::kLeastAllocated;
     }
+  }
+
+  // FitFilterNode of a pod without scalar requests is FitFilterBasic of these.
+  plugins::FitBasicRequests Basic() const {
+    return plugins::FitBasicRequests{filter_.cpu_milli, filter_.mem_bytes, filter_.ephemeral_bytes};
   }
 
   // ignoredResources / ignoredResourceGroups apply to extended resources only.

@@ -33,6 +33,7 @@ class ResourceColumns {
                                &req_eph_, &nz_cpu_, &nz_mem_, &pod_count_, &own_balance_}) {
       c->host.assign(n_, 0);
     }
+    rows_.host.assign(n_, plugins::FitNodeRow{});
     std::vector<NodeResources> nodes(n_);
     for (NodeIndex i = 0; i < n_; ++i) {
       nodes[i] = NodeSums(s, i);
@@ -59,6 +60,7 @@ class ResourceColumns {
     scalar_offsets_.Upload();
     scalar_slot_.Upload();
     for (Column<int64_t>* c : All()) c->Upload();
+    rows_.Upload();
   }
 
   /** Adds a bound pod's requests to its node: the node's sums grow by the pod's own, as
@@ -81,7 +83,7 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, add);
     for (const auto& [entry, v] : scalar_adds) add(req_scalar_, static_cast<size_t>(entry), v);
-    KeepOwnBalance(i);
+    KeepDerived(i);
   }
 
   /** Node i's allocatable and the sums of its pods' requests: ComputeNodeResources, from
@@ -126,7 +128,7 @@ class ResourceColumns {
     };
     EachRequestColumn(i, delta, sub);
     for (const auto& [entry, v] : scalar_adds_) sub(req_scalar_, static_cast<size_t>(entry), v);
-    KeepOwnBalance(i);
+    KeepDerived(i);
   }
 
   /** Node i's columns as one node (index 0) on the host, as they would be without the pods
@@ -211,7 +213,7 @@ class ResourceColumns {
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     for (const auto& [k, amount] : scalars) set(alloc_scalar_, static_cast<size_t>(k), amount);
-    KeepOwnBalance(i);
+    KeepDerived(i);
     return true;
   }
 
@@ -232,13 +234,14 @@ class ResourceColumns {
                                &nz_cpu_, &nz_mem_, &pod_count_, &own_balance_}) {
       c->Push(0);
     }
+    rows_.Push(plugins::FitNodeRow{});
     auto set = [](Column<int64_t>& c, size_t k, int64_t v) { c.Set(k, v); };
     set(alloc_cpu_, i, r.allocatable.milli_cpu);
     set(alloc_mem_, i, r.allocatable.memory);
     set(alloc_eph_, i, r.allocatable.ephemeral_storage);
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
-    KeepOwnBalance(i);
+    KeepDerived(i);
   }
 
   /** Node i's request sums computed again from its pods. */
@@ -255,7 +258,7 @@ class ResourceColumns {
       }
       set(req_scalar_, static_cast<size_t>(k), v);
     }
-    KeepOwnBalance(i);
+    KeepDerived(i);
   }
 
   /** Column slot of a scalar resource, or -1 when no node has it. */
@@ -268,9 +271,14 @@ class ResourceColumns {
     return FitNodeView{n_,          alloc_cpu_.ptr(), alloc_mem_.ptr(), alloc_eph_.ptr(), alloc_pods_.ptr(),
                        req_cpu_.ptr(), req_mem_.ptr(), req_eph_.ptr(), nz_cpu_.ptr(),    nz_mem_.ptr(),
                        pod_count_.ptr(), scalar_offsets_.ptr(), scalar_slot_.ptr(), alloc_scalar_.ptr(),
-                       req_scalar_.ptr(), keeps_own_balance_ ? own_balance_.ptr() : nullptr};
+                       req_scalar_.ptr(), keeps_own_balance_ ? own_balance_.ptr() : nullptr, rows_.ptr()};
   }
   bool pod_level() const { return pod_level_; }
+  /** Prefetches node i's row (ForListedNodesAhead's `ahead`). */
+  auto RowAhead() const {
+    const plugins::FitNodeRow* rows = rows_.ptr();
+    return [rows](NodeIndex i) { KPLACE_PREFETCH(rows + i); };
+  }
 
  private:
   std::vector<Column<int64_t>*> All() {
@@ -283,8 +291,14 @@ class ResourceColumns {
     const int64_t a_cpu = alloc_cpu_.host[i], a_mem = alloc_mem_.host[i];
     return a_cpu == 0 || a_mem == 0 ? 0 : plugins::BalancedOwnCpuMemory(req_cpu_.host[i], a_cpu, req_mem_.host[i], a_mem);
   }
-  /** After node i's cpu or memory columns changed. */
-  void KeepOwnBalance(NodeIndex i) {
+  /** Node i's FitNodeRow of its host columns. */
+  plugins::FitNodeRow RowOf(NodeIndex i) const {
+    return plugins::FitNodeRow{alloc_cpu_.host[i], alloc_mem_.host[i], req_cpu_.host[i], req_mem_.host[i],
+                               nz_cpu_.host[i],    nz_mem_.host[i],    alloc_pods_.host[i], pod_count_.host[i]};
+  }
+  /** After node i's columns changed: what is kept from them (its row, its own balance). */
+  void KeepDerived(NodeIndex i) {
+    rows_.Set(i, RowOf(i));
     if (!keeps_own_balance_) return;
     const int64_t b = OwnBalance(i);
     if (own_balance_.host[i] != b) own_balance_.Set(i, b);
@@ -316,6 +330,7 @@ class ResourceColumns {
     set(alloc_pods_, i, r.allocatable.allowed_pods);
     EachRequestColumn(i, r, set);
     if (keeps_own_balance_) own_balance_.host[i] = OwnBalance(i);
+    rows_.host[i] = RowOf(i);
   }
 
   int32_t n_ = 0;
@@ -324,6 +339,7 @@ class ResourceColumns {
   Column<int64_t> alloc_cpu_, alloc_mem_, alloc_eph_, alloc_pods_, req_cpu_, req_mem_, req_eph_, nz_cpu_,
       nz_mem_, pod_count_, alloc_scalar_, req_scalar_;
   Column<int64_t> own_balance_;  // BalancedOwnCpuMemory per node, when keeps_own_balance_
+  Column<plugins::FitNodeRow> rows_;  // RowOf per node, kept with the columns
   bool keeps_own_balance_ = false;
   Column<int32_t> scalar_offsets_, scalar_slot_;
   std::vector<std::pair<int32_t, int64_t>> scalar_adds_;

@@ -17,16 +17,27 @@ using plugins::TaintTolerationParams;
 
 constexpr char kUntoleratedReason[] = "node(s) had untolerated taint(s)";
 
+// Per node, which effects its taints have (the Kinds bits): a node without a taint of the
+// phase's effects answers without walking its entries (most nodes, and their spare room).
+constexpr uint8_t kHardKind = 1;    // a NoSchedule or NoExecute taint
+constexpr uint8_t kPreferKind = 2;  // a PreferNoSchedule taint
+
 struct TaintFilterFn {
   TaintNodeView v;
+  const uint8_t* kinds;
   TaintTolerationParams p;
-  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const { return plugins::TaintTolerationFilterNode(v, p, i); }
+  KPLACE_HOST_DEVICE VerdictCode operator()(int32_t i) const {
+    return kinds[i] & kHardKind ? plugins::TaintTolerationFilterNode(v, p, i) : 0;
+  }
 };
 
 struct TaintScoreFn {
   TaintNodeView v;
+  const uint8_t* kinds;
   TaintTolerationParams p;
-  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const { return plugins::TaintTolerationScoreNode(v, p, i); }
+  KPLACE_HOST_DEVICE int64_t operator()(int32_t i) const {
+    return kinds[i] & kPreferKind ? plugins::TaintTolerationScoreNode(v, p, i) : 0;
+  }
 };
 
 /** A compiled toleration list in backend memory, re-uploaded only when it changes
@@ -85,7 +96,9 @@ class TaintToleration final : public engine::Plugin {
     effect_.host.clear();
     value_is_int_.host.clear();
     value_int_.host.clear();
+    kinds_.host.assign(n, 0);
     for (NodeIndex i = 0; i < n; ++i) {
+      kinds_.host[i] = Kinds(s.node(i));
       const size_t start = key_.host.size();
       // Room for a few more taints, so a node update rewrites its own entries only.
       const size_t room = s.node(i).taints.size() + kSpareTaints;
@@ -103,6 +116,7 @@ class TaintToleration final : public engine::Plugin {
     effect_.Upload();
     value_is_int_.Upload();
     value_int_.Upload();
+    kinds_.Upload();
   }
 
   // A node that joins is the last: its entries go at the end.
@@ -117,6 +131,7 @@ class TaintToleration final : public engine::Plugin {
       value_int_.Push(0);
     }
     offsets_.Push(static_cast<int32_t>(start + room));
+    kinds_.Push(Kinds(s.node(node)));
     WriteTaints(s.node(node), start, room);
     SyncEntries(start, room);
     return true;
@@ -131,6 +146,7 @@ class TaintToleration final : public engine::Plugin {
     WriteTaints(old, start, room, /*remove=*/true);
     WriteTaints(s.node(node), start, room);
     SyncEntries(start, room);
+    kinds_.Set(node, Kinds(s.node(node)));
     return true;
   }
 
@@ -142,14 +158,14 @@ class TaintToleration final : public engine::Plugin {
   // case, where the per-node walk over no taints costs more than the answer).
   void Filter(int32_t n, VerdictCode* codes) override {
     if (hard_taints_ == 0) return FillN(codes, n, VerdictCode{0});
-    ForEachNode(n, codes, TaintFilterFn{View(), filter_.Params()});
+    ForEachNode(n, codes, TaintFilterFn{View(), kinds_.ptr(), filter_.Params()});
   }
   bool FilterNodes(const NodeIndex* nodes, int32_t count, VerdictCode* codes) override {
     if (hard_taints_ == 0) {
       FillN(codes, count, VerdictCode{0});
       return true;
     }
-    ForListedNodes(nodes, count, codes, TaintFilterFn{View(), filter_.Params()});
+    ForListedNodes(nodes, count, codes, TaintFilterFn{View(), kinds_.ptr(), filter_.Params()});
     return true;
   }
   // Taints are node state no bind changes.
@@ -166,7 +182,7 @@ class TaintToleration final : public engine::Plugin {
 
   void Score(const NodeIndex* nodes, int32_t count, int64_t* scores) override {
     if (prefer_no_schedule_ == 0) return FillN(scores, count, int64_t{0});  // no taint to count
-    ForListedNodes(nodes, count, scores, TaintScoreFn{View(), score_.Params()});
+    ForListedNodes(nodes, count, scores, TaintScoreFn{View(), kinds_.ptr(), score_.Params()});
   }
 
   void NormalizeScore(int32_t count, int64_t* scores) override { DefaultNormalize(scores, count, /*reverse=*/true); }
@@ -216,8 +232,19 @@ class TaintToleration final : public engine::Plugin {
     return out;
   }
 
+  static uint8_t Kinds(const Node& node) {
+    uint8_t kinds = 0;
+    for (const Taint& t : node.taints) {
+      const int8_t e = plugins::TaintEffectCode(t.effect);
+      if (e == plugins::kEffectNoSchedule || e == plugins::kEffectNoExecute) kinds |= kHardKind;
+      if (e == plugins::kEffectPreferNoSchedule) kinds |= kPreferKind;
+    }
+    return kinds;
+  }
+
   bool comparison_operators_;
   engine::Interner keys_, values_;
+  Column<uint8_t> kinds_;  // per node, Kinds of its taints
   Column<int32_t> offsets_, key_, value_;
   Column<int8_t> effect_;
   Column<uint8_t> value_is_int_;

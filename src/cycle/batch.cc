@@ -262,7 +262,12 @@ void BatchCycle::ScanChunks(const engine::PreFilterResult& pre, const std::vecto
       ++found;
     }
     v += c;
-    chunk = std::max(2 * chunk, 256);
+    // The next chunk is what the feasible rate so far says is still needed, a little more:
+    // a window that lost a few nodes to rejections needs a few more, not a window again.
+    const int64_t needed = static_cast<int64_t>(k) + 1 - found;  // the (k+1)-th ends the scan
+    const double rate = (found + 1.0) / (v + 1.0);
+    const int64_t want = static_cast<int64_t>(static_cast<double>(needed) / std::max(rate, 1.0 / 64) * 1.1) + 32;
+    chunk = static_cast<int32_t>(std::min<int64_t>(want, m));
   }
 }
 

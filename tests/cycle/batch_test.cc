@@ -747,16 +747,25 @@ Scenario SelectiveScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods) {
   return s;
 }
 
-// Schedules `s.pending` in four parts on a fresh scheduler, applying node events between
-// them: a node's zone and disk labels changed, a node added with selected labels, a node
-// deleted.
-absl::StatusOr<std::vector<Placement>> ScheduleWithNodeEvents(Scheduler& sched, const Scenario& s) {
+// Schedules `s.pending` in `parts` parts on `sched`, calling `between(step)` after each.
+absl::StatusOr<std::vector<Placement>> ScheduleInParts(Scheduler& sched, const Scenario& s, size_t parts,
+                                                       const std::function<absl::Status(size_t)>& between) {
   std::vector<Placement> out;
-  const size_t part = (s.pending.size() + 3) / 4;
+  const size_t part = (s.pending.size() + parts - 1) / parts;
   for (size_t from = 0, step = 0; from < s.pending.size(); from += part, ++step) {
     std::vector<Pod> pods(s.pending.begin() + from, s.pending.begin() + std::min(s.pending.size(), from + part));
     const std::vector<Placement> some = sched.ScheduleAll(pods);
     out.insert(out.end(), some.begin(), some.end());
+    KPLACE_RETURN_IF_ERROR(between(step));
+  }
+  return out;
+}
+
+// Schedules `s.pending` in four parts on a fresh scheduler, applying node events between
+// them: a node's zone and disk labels changed, a node added with selected labels, a node
+// deleted.
+absl::StatusOr<std::vector<Placement>> ScheduleWithNodeEvents(Scheduler& sched, const Scenario& s) {
+  return ScheduleInParts(sched, s, 4, [&](size_t step) -> absl::Status {
     const Node& first = s.cluster.nodes[step * 7 % s.cluster.nodes.size()];
     if (step == 0) {
       Node changed = *sched.state().FindNode(first.meta.name);
@@ -773,8 +782,50 @@ absl::StatusOr<std::vector<Placement>> ScheduleWithNodeEvents(Scheduler& sched, 
       KPLACE_RETURN_IF_ERROR(
           sched.state().Apply(state::NodeEvent(state::EventType::kDeleted, *sched.state().FindNode(first.meta.name))));
     }
+    return absl::OkStatus();
+  });
+}
+
+// Engine per pod against engine batched (CompareBatched), and each against the scalar
+// reference, which scans every node: node, message, score, feasible count and the final start
+// index. With `fills`, some pods fit nowhere (the cycle's fallbacks and FitErrors ran).
+void ExpectPerPodBatchedAndReferenceAlike(
+    const Scenario& s, const SchedulerConfig& config, uint64_t seed,
+    const std::function<absl::StatusOr<std::vector<Placement>>(Scheduler&)>& run, const std::string& what,
+    bool fills) {
+  Options options;
+  options.seed = seed;
+  auto c = CompareBatched(s.cluster, config, options, run);
+  ASSERT_TRUE(c.ok()) << what << ": " << c.status();
+  EXPECT_TRUE(c->same()) << what << ": " << c->mismatches << " of " << c->pods << " differ; first: " << c->first_mismatch;
+  Options ref_options = options;
+  ref_options.reference = true;
+  ref_options.batch = 1;
+  auto ref = Scheduler::Create(s.cluster, config, ref_options);
+  ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
+  auto expected = run(**ref);
+  ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
+  for (const auto& [side, placements] : {std::pair{"per pod", &c->per_pod}, std::pair{"batched", &c->batched}}) {
+    ASSERT_EQ(expected->size(), placements->size()) << what << ", " << side;
+    int64_t placed = 0, unschedulable = 0;
+    for (size_t j = 0; j < expected->size(); ++j) {
+      const Placement& want = (*expected)[j];
+      const Placement& got = (*placements)[j];
+      EXPECT_EQ(want.node, got.node) << what << ", " << side << ", pod " << want.pod;
+      EXPECT_EQ(want.message, got.message) << what << ", " << side << ", pod " << want.pod;
+      EXPECT_EQ(want.score, got.score) << what << ", " << side << ", pod " << want.pod;
+      EXPECT_EQ(want.feasible, got.feasible) << what << ", " << side << ", pod " << want.pod;
+      if (::testing::Test::HasFailure()) return;
+      placed += !want.node.empty();
+      unschedulable += want.node.empty();
+    }
+    EXPECT_GT(placed, 0) << what;
+    if (fills) {
+      EXPECT_GT(unschedulable, 0) << what;
+    }
   }
-  return out;
+  EXPECT_EQ(c->per_pod_next_start, (*ref)->next_start_index()) << what;
+  EXPECT_EQ(c->batched_next_start, (*ref)->next_start_index()) << what;
 }
 
 TEST(BatchTest, SelectiveNodeAffinityDistinctPodsMatchReference) {
@@ -796,40 +847,99 @@ TEST(BatchTest, SelectiveNodeAffinityDistinctPodsMatchReference) {
       for (Profile& p : config.profiles) p.post_filter.clear();
     }
     auto run = [&](Scheduler& sched) { return ScheduleWithNodeEvents(sched, s); };
-    // Engine per pod against engine batched (each scanning selectively, SelectiveScan) ...
-    Options options;
-    options.seed = k.seed;
-    auto c = CompareBatched(s.cluster, config, options, run);
-    ASSERT_TRUE(c.ok()) << what << ": " << c.status();
-    EXPECT_TRUE(c->same()) << what << ": " << c->mismatches << " of " << c->pods << " differ; first: " << c->first_mismatch;
-    // ... and against the scalar reference.
-    Options ref_options = options;
-    ref_options.reference = true;
-    ref_options.batch = 1;
-    auto ref = Scheduler::Create(s.cluster, config, ref_options);
-    ASSERT_TRUE(ref.ok()) << what << ": " << ref.status();
-    auto expected = run(**ref);
-    ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
-    // ... each against the scalar reference, which scans every node.
-    for (const auto& [side, placements] : {std::pair{"per pod", &c->per_pod}, std::pair{"batched", &c->batched}}) {
-      ASSERT_EQ(expected->size(), placements->size()) << what << ", " << side;
-      int64_t placed = 0, unschedulable = 0;
-      for (size_t j = 0; j < expected->size(); ++j) {
-        const Placement& want = (*expected)[j];
-        const Placement& got = (*placements)[j];
-        EXPECT_EQ(want.node, got.node) << what << ", " << side << ", pod " << want.pod;
-        EXPECT_EQ(want.message, got.message) << what << ", " << side << ", pod " << want.pod;
-        EXPECT_EQ(want.score, got.score) << what << ", " << side << ", pod " << want.pod;
-        EXPECT_EQ(want.feasible, got.feasible) << what << ", " << side << ", pod " << want.pod;
-        if (HasFailure()) return;
-        placed += !want.node.empty();
-        unschedulable += want.node.empty();
-      }
-      EXPECT_GT(placed, 0) << what;
-      EXPECT_GT(unschedulable, 0) << what;  // the fallback to a full scan was exercised
+    // Each side scans selectively (SelectiveScan); pods that fit nowhere take the fallback to
+    // a full scan.
+    ExpectPerPodBatchedAndReferenceAlike(s, config, k.seed, run, what, /*fills=*/true);
+    if (HasFailure()) return;
+  }
+}
+
+// SchedulingHeterogeneous's shape for the node-local plugins' per-node state (#35): every pod
+// its own signature, over nodes whose resources (some with no cpu or memory allocatable, some
+// with ephemeral storage or a GPU) and taints (every effect) differ, filling nodes so that
+// windows lose nodes to rejections; between parts a node's taints and size change and a
+// node joins. Engine per pod, engine batched and the scalar reference decide alike.
+Scenario HeterogeneousScenario(uint64_t seed, int32_t num_nodes, int32_t num_pods) {
+  std::mt19937_64 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  Scenario s;
+  for (int32_t i = 0; i < num_nodes; ++i) {
+    const std::string name = StrCat("node-", i);
+    std::map<std::string, std::string> alloc = {{"cpu", std::vector<std::string>{"2", "4", "8", "0"}[pick(4)]},
+                                                {"memory", pick(12) == 0 ? "0" : StrCat(4 << pick(4), "Gi")},
+                                                {"pods", StrCat(3 + pick(12))}};
+    if (pick(3) == 0) alloc["ephemeral-storage"] = StrCat(1 + pick(20), "Gi");
+    if (pick(6) == 0) alloc["example.com/gpu"] = StrCat(1 + pick(4));
+    Node n = MakeNode(name, alloc, {{kZone, StrCat("zone-", pick(5))}, {kHostname, name}});
+    const int tainted = pick(8);
+    if (tainted == 0) n.taints.push_back(MakeTaint("dedicated", "batch", "NoSchedule"));
+    if (tainted == 1) n.taints.push_back(MakeTaint("workload", "highmem", "PreferNoSchedule"));
+    if (tainted == 2) n.taints.push_back(MakeTaint("flaky", "", "NoExecute"));
+    if (tainted == 3) {
+      n.taints.push_back(MakeTaint("workload", "highmem", "PreferNoSchedule"));
+      n.taints.push_back(MakeTaint("dedicated", "batch", "NoSchedule"));
     }
-    EXPECT_EQ(c->per_pod_next_start, (*ref)->next_start_index()) << what;
-    EXPECT_EQ(c->batched_next_start, (*ref)->next_start_index()) << what;
+    n.unschedulable = pick(30) == 0;
+    s.cluster.nodes.push_back(std::move(n));
+  }
+  for (int32_t j = 0; j < num_pods; ++j) {
+    std::map<std::string, std::string> req = {{"cpu", StrCat(50 * (1 + j % 40), "m")},
+                                              {"memory", StrCat(64 * (1 + pick(64)), "Mi")}};
+    if (pick(5) == 0) req["ephemeral-storage"] = StrCat(1 + pick(4), "Gi");
+    if (pick(8) == 0) req["example.com/gpu"] = "1";
+    if (pick(25) == 0) req.clear();  // best effort: BalancedAllocation skips it
+    Pod p = MakePod(StrCat("pod-", j), req);
+    p.meta.uid = StrCat("uid-", j);
+    p.meta.creation_unix = 1000 + j;
+    if (pick(4) == 0) p.tolerations.push_back(MakeToleration("dedicated", "Equal", "batch", "NoSchedule"));
+    if (pick(4) == 0) p.tolerations.push_back(MakeToleration("workload", "Exists", "", pick(2) ? "PreferNoSchedule" : ""));
+    if (pick(10) == 0) p.tolerations.push_back(MakeToleration("flaky", "Exists", "", "NoExecute"));
+    if (pick(6) == 0) p.node_selector[kZone] = StrCat("zone-", pick(5));
+    s.pending.push_back(std::move(p));
+  }
+  return s;
+}
+
+// Schedules `s.pending` in three parts, changing nodes between them: two nodes' taints and
+// cpu allocatable in place (their pods kept), then a tainted node joins.
+absl::StatusOr<std::vector<Placement>> ScheduleWithNodeChanges(Scheduler& sched, const Scenario& s) {
+  return ScheduleInParts(sched, s, 3, [&](size_t step) -> absl::Status {
+    if (step == 0) {  // a node's taints and allocatable change in place, its pods kept
+      for (size_t k = 0; k < 2; ++k) {
+        Node changed = *sched.state().FindNode(s.cluster.nodes[k * 5 % s.cluster.nodes.size()].meta.name);
+        changed.taints = k == 0 ? std::vector<Taint>{MakeTaint("workload", "highmem", "PreferNoSchedule")}
+                                : std::vector<Taint>{MakeTaint("dedicated", "batch", "NoSchedule")};
+        changed.allocatable["cpu"] = Q(k == 0 ? "16" : "1");
+        changed.capacity["cpu"] = changed.allocatable["cpu"];
+        KPLACE_RETURN_IF_ERROR(sched.state().Apply(state::NodeEvent(state::EventType::kModified, changed)));
+      }
+    } else if (step == 1) {  // a node joins
+      Node added = MakeNode("added-0", {{"cpu", "32"}, {"memory", "64Gi"}, {"pods", "30"}, {"ephemeral-storage", "50Gi"}},
+                            {{kZone, "zone-1"}, {kHostname, "added-0"}});
+      added.taints.push_back(MakeTaint("workload", "highmem", "PreferNoSchedule"));
+      KPLACE_RETURN_IF_ERROR(sched.state().Apply(state::NodeEvent(state::EventType::kAdded, added)));
+    }
+    return absl::OkStatus();
+  });
+}
+
+TEST(BatchTest, HeterogeneousDistinctPodsMatchReference) {
+  struct Case {
+    uint64_t seed;
+    int32_t nodes, pods, percentage;
+    bool fills;  // the pods fill the cluster: some fit nowhere
+  };
+  std::vector<Case> cases = {
+      {401, 33, 150, 0, true}, {402, 400, 600, 0, true}, {403, 1200, 700, 0, false}, {404, 900, 500, 100, false}};
+  if (Soak()) cases.push_back({405, 6000, 3000, 0, false});
+  for (const Case& k : cases) {
+    const Scenario s = HeterogeneousScenario(k.seed, k.nodes, k.pods);
+    const std::string what = StrCat("seed ", k.seed, ", ", k.nodes, " nodes, percentage ", k.percentage);
+    SchedulerConfig config = TwoProfiles(engine::Backend::kOmp, k.percentage);
+    for (Profile& p : config.profiles) p.post_filter.clear();  // a pod that fits nowhere keeps the batched FitError
+    auto run = [&](Scheduler& sched) { return ScheduleWithNodeChanges(sched, s); };
+    ExpectPerPodBatchedAndReferenceAlike(s, config, k.seed, run, what, k.fills);
+    if (HasFailure()) return;
   }
 }
 

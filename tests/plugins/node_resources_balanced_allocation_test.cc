@@ -275,10 +275,43 @@ TEST(ResourceScoresTest, CpuMemoryFastPathsEqualTheGeneralLoop) {
     ASSERT_TRUE(plugins::FitScoresCpuMemory(fast));
     ASSERT_FALSE(plugins::FitScoresCpuMemory(loop));
     ASSERT_EQ(plugins::FitScoreNode(v, fast, 0), plugins::FitScoreNode(v, loop, 0)) << "trial " << trial;
+    // The small parameter blocks the kernels carry for these cases.
+    ASSERT_TRUE(plugins::FitScoresLeastCpuMemory(fast));
+    ASSERT_EQ(plugins::FitLeastAllocatedCpuMemory(v, plugins::FitLeastCpuMemoryOf(fast), 0),
+              plugins::FitScoreNode(v, loop, 0))
+        << "trial " << trial;
     fast.use_non_zero = loop.use_non_zero = false;
     ASSERT_EQ(plugins::BalancedScoreNode(v, plugins::BalancedParams{fast}, 0),
               plugins::BalancedScoreNode(v, plugins::BalancedParams{loop}, 0))
         << "trial " << trial;
+    ASSERT_TRUE(plugins::BalancedScoresCpuMemory(plugins::BalancedParams{fast}));
+    ASSERT_EQ(plugins::BalancedScoreCpuMemory(v, plugins::BalancedCpuMemoryOf(plugins::BalancedParams{fast}), 0),
+              plugins::BalancedScoreNode(v, plugins::BalancedParams{loop}, 0))
+        << "trial " << trial;
+    // Filter without scalar requests: the basic checks are the whole verdict.
+    plugins::FitFilterParams filter{};
+    filter.cpu_milli = pick({0, 100, 2000, kBig});
+    filter.mem_bytes = pick({0, 1 << 20, 8LL << 30, kBig});
+    int64_t pods = pick({0, 109, 110}), alloc_pods = 110;
+    plugins::FitNodeView counted = v;
+    counted.pod_count = &pods;
+    counted.alloc_pods = &alloc_pods;
+    ASSERT_EQ(plugins::FitFilterBasic(counted, plugins::FitBasicRequests{filter.cpu_milli, filter.mem_bytes, 0}, 0),
+              plugins::FitFilterNode(counted, filter, 0))
+        << "trial " << trial;
+    // The node's packed row (what the engine's columns keep beside them) reads the same.
+    const plugins::FitNodeRow row{alloc_cpu, alloc_mem, req_cpu, req_mem, nz_cpu, nz_mem, alloc_pods, pods};
+    plugins::FitNodeView packed = counted;
+    packed.rows = &row;
+    for (bool non_zero : {false, true}) {
+      fast.use_non_zero = loop.use_non_zero = non_zero;
+      ASSERT_EQ(plugins::FitScoreNode(packed, fast, 0), plugins::FitScoreNode(counted, loop, 0)) << "trial " << trial;
+    }
+    fast.use_non_zero = loop.use_non_zero = false;
+    ASSERT_EQ(plugins::BalancedScoreNode(packed, plugins::BalancedParams{fast}, 0),
+              plugins::BalancedScoreNode(counted, plugins::BalancedParams{loop}, 0))
+        << "trial " << trial;
+    ASSERT_EQ(plugins::FitFilterNode(packed, filter, 0), plugins::FitFilterNode(counted, filter, 0)) << "trial " << trial;
   }
 }
 

@@ -45,18 +45,37 @@ KPLACE_HOST_DEVICE inline int64_t BalancedOwnCpuMemory(int64_t req_cpu, int64_t 
   return BalancedScoreOf(own, 2);
 }
 
+/** The pod's raw cpu and memory requests: what the score over cpu then memory reads, small
+ *  enough for a kernel functor to carry by value (BalancedParams is ~1.5 KB). */
+struct BalancedCpuMemory {
+  int64_t cpu_request, mem_request;
+};
+
+KPLACE_HOST_DEVICE inline BalancedCpuMemory BalancedCpuMemoryOf(const BalancedParams& p) {
+  return BalancedCpuMemory{p.fit.resources[0].pod_request, p.fit.resources[1].pod_request};
+}
+
+/** Whether BalancedScoreNode takes BalancedScoreCpuMemory for `p`. */
+KPLACE_HOST_DEVICE inline bool BalancedScoresCpuMemory(const BalancedParams& p) {
+  return !p.fit.use_non_zero && FitScoresCpuMemory(p.fit);
+}
+
 /** §9 over cpu and memory (the default resources), without the loop over resources:
- *  B of two fractions is 100 * (1 - |f0 - f1| / 2), truncated. */
-KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, const BalancedParams& p, int32_t i) {
-  const int64_t a_cpu = v.alloc_cpu_milli[i], a_mem = v.alloc_mem_bytes[i];
-  if (a_cpu == 0 || a_mem == 0) return -1;  // a skipped resource: the general path
-  const int64_t r_cpu = p.fit.resources[0].pod_request, r_mem = p.fit.resources[1].pod_request;
-  const int64_t q_cpu = SaturatingAdd(v.req_cpu_milli[i], r_cpu), q_mem = SaturatingAdd(v.req_mem_bytes[i], r_mem);
+ *  B of two fractions is 100 * (1 - |f0 - f1| / 2), truncated. A resource with no
+ *  allocatable drops out; B of one fraction or none is 100 on both sides, so the score is
+ *  then 75. */
+KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, const BalancedCpuMemory& p, int32_t i) {
+  const FitNodeRow row = FitRowAt(v, i);
+  const int64_t a_cpu = row.alloc_cpu_milli, a_mem = row.alloc_mem_bytes;
+  const int64_t half = kMaxNodeScore / 2;
+  if (a_cpu == 0 || a_mem == 0) return half + half / 2;
+  const int64_t r_cpu = p.cpu_request, r_mem = p.mem_request;
+  const int64_t req_cpu = row.req_cpu_milli, req_mem = row.req_mem_bytes;
+  const int64_t q_cpu = SaturatingAdd(req_cpu, r_cpu), q_mem = SaturatingAdd(req_mem, r_mem);
   const double with_pod[2] = {BalancedFraction(q_cpu, a_cpu), BalancedFraction(q_mem, a_mem)};
   // Without the pod the node holds its own requests unless a sum saturated.
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const bool own = v.own_balance != nullptr && r_cpu >= 0 && r_mem >= 0 && v.req_cpu_milli[i] <= kMax - r_cpu &&
-                   v.req_mem_bytes[i] <= kMax - r_mem;
+  const bool own = v.own_balance != nullptr && r_cpu >= 0 && r_mem >= 0 && req_cpu <= kMax - r_cpu && req_mem <= kMax - r_mem;
   int64_t without;
   if (own) {
     without = v.own_balance[i];
@@ -64,7 +83,6 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreCpuMemory(const FitNodeView& v, c
     const double without_pod[2] = {BalancedFraction(q_cpu - r_cpu, a_cpu), BalancedFraction(q_mem - r_mem, a_mem)};
     without = BalancedScoreOf(without_pod, 2);
   }
-  const int64_t half = kMaxNodeScore / 2;
   return half + (half + BalancedScoreOf(with_pod, 2) - without) / 2;
 }
 
@@ -86,9 +104,8 @@ KPLACE_HOST_DEVICE inline int64_t BalancedScoreNodeGeneral(const FitNodeView& v,
 }
 
 KPLACE_HOST_DEVICE inline int64_t BalancedScoreNode(const FitNodeView& v, const BalancedParams& p, int32_t i) {
-  if (!p.fit.use_non_zero && FitScoresCpuMemory(p.fit)) {
-    const int64_t fast = BalancedScoreCpuMemory(v, p, i);
-    if (fast >= 0) return fast;
+  if (BalancedScoresCpuMemory(p)) {
+    return BalancedScoreCpuMemory(v, BalancedCpuMemoryOf(p), i);
   }
   return BalancedScoreNodeGeneral(v, p, i);
 }

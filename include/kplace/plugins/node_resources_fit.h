@@ -22,6 +22,14 @@ constexpr uint32_t kFitEphemeral = 1u << 3;
 constexpr int kFitScalarShift = 4;  // bit 4 + i: the pod's i-th scalar request
 constexpr uint32_t kFitUnresolvable = 1u << 31;
 
+/** A node's cpu, memory and pod-count columns side by side in one cache line: the window
+ *  visits nodes in zone round-robin order, far apart in the columns, so reading them
+ *  column by column costs a cache miss per column per node, and from the row one. */
+struct alignas(64) FitNodeRow {
+  int64_t alloc_cpu_milli, alloc_mem_bytes, req_cpu_milli, req_mem_bytes, nonzero_cpu_milli, nonzero_mem_bytes,
+      alloc_pods, pod_count;
+};
+
 /** Node columns (backend pointers). Scalar resources are sparse: node i's entries are
  *  [scalar_offsets[i], scalar_offsets[i + 1]), sorted by slot, with allocatable and
  *  requested amounts; a slot a node has no entry for is 0 there. */
@@ -44,7 +52,16 @@ struct FitNodeView {
   // BalancedAllocation's balance of the node's own cpu and memory requests (both
   // allocatable > 0; BalancedOwnCpuMemory), kept per node; null: computed per pod.
   const int64_t* own_balance = nullptr;
+  // The same nodes' FitNodeRow (equal to the columns), or null: the columns are read.
+  const FitNodeRow* rows = nullptr;
 };
+
+/** Node i's FitNodeRow, from the rows when the view has them. */
+KPLACE_HOST_DEVICE inline FitNodeRow FitRowAt(const FitNodeView& v, int32_t i) {
+  if (v.rows != nullptr) return v.rows[i];
+  return FitNodeRow{v.alloc_cpu_milli[i], v.alloc_mem_bytes[i],   v.req_cpu_milli[i], v.req_mem_bytes[i],
+                    v.nonzero_cpu_milli[i], v.nonzero_mem_bytes[i], v.alloc_pods[i],    v.pod_count[i]};
+}
 
 /** Node i's allocatable and requested amounts of scalar `slot` (0, 0 when it has none). */
 KPLACE_HOST_DEVICE inline void FitScalar(const FitNodeView& v, int32_t slot, int32_t i, int64_t* alloc, int64_t* used) {
@@ -91,19 +108,34 @@ struct FitScoreParams {
   int64_t shape_score[kMaxShapePoints];  // already scaled by 10
 };
 
-KPLACE_HOST_DEVICE inline uint32_t FitFilterNode(const FitNodeView& v, const FitFilterParams& p, int32_t i) {
+/** The pod's cpu, memory and ephemeral-storage requests alone: FitFilterParams of a pod
+ *  without scalar requests, small enough for a kernel functor to carry by value (the full
+ *  block is copied with each functor copy, several per Thrust call). */
+struct FitBasicRequests {
+  int64_t cpu_milli, mem_bytes, ephemeral_bytes;
+};
+
+/** Filter's pod-count, cpu, memory and ephemeral-storage checks (§5): the whole verdict
+ *  of a pod without scalar requests. */
+KPLACE_HOST_DEVICE inline uint32_t FitFilterBasic(const FitNodeView& v, const FitBasicRequests& p, int32_t i) {
+  const FitNodeRow r = FitRowAt(v, i);
   uint32_t out = 0;
-  if (v.pod_count[i] + 1 > v.alloc_pods[i]) out |= kFitTooManyPods;
-  if (p.cpu_milli == 0 && p.mem_bytes == 0 && p.ephemeral_bytes == 0 && !p.has_scalars) return out;
+  if (r.pod_count + 1 > r.alloc_pods) out |= kFitTooManyPods;
   auto check = [&](int64_t want, int64_t alloc, int64_t used, uint32_t bit) {
     if (want > 0 && want > alloc - used) {
       out |= bit;
       if (want > alloc) out |= kFitUnresolvable;
     }
   };
-  check(p.cpu_milli, v.alloc_cpu_milli[i], v.req_cpu_milli[i], kFitCpu);
-  check(p.mem_bytes, v.alloc_mem_bytes[i], v.req_mem_bytes[i], kFitMemory);
-  check(p.ephemeral_bytes, v.alloc_ephemeral_bytes[i], v.req_ephemeral_bytes[i], kFitEphemeral);
+  check(p.cpu_milli, r.alloc_cpu_milli, r.req_cpu_milli, kFitCpu);
+  check(p.mem_bytes, r.alloc_mem_bytes, r.req_mem_bytes, kFitMemory);
+  // Ephemeral storage is outside the row: its columns are read only when the pod asks.
+  if (p.ephemeral_bytes > 0) check(p.ephemeral_bytes, v.alloc_ephemeral_bytes[i], v.req_ephemeral_bytes[i], kFitEphemeral);
+  return out;
+}
+
+KPLACE_HOST_DEVICE inline uint32_t FitFilterNode(const FitNodeView& v, const FitFilterParams& p, int32_t i) {
+  uint32_t out = FitFilterBasic(v, FitBasicRequests{p.cpu_milli, p.mem_bytes, p.ephemeral_bytes}, i);
   for (int32_t s = 0; s < p.num_scalars; ++s) {
     if (!p.scalar_checked[s]) continue;
     int64_t alloc = 0, used = 0;
@@ -218,24 +250,43 @@ KPLACE_HOST_DEVICE inline int64_t FitLeastAllocatedExact(int64_t a, int64_t q) {
   return static_cast<int64_t>(static_cast<double>((a - q) * kMaxNodeScore) / static_cast<double>(a));
 }
 
-KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
-  if (p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p)) {
-    const FitScoreResource& cpu = p.resources[0];
-    const FitScoreResource& mem = p.resources[1];
-    const int64_t a_cpu = v.alloc_cpu_milli[i], a_mem = v.alloc_mem_bytes[i];
-    const int64_t q_cpu = SaturatingAdd(p.use_non_zero ? v.nonzero_cpu_milli[i] : v.req_cpu_milli[i], cpu.pod_request);
-    const int64_t q_mem = SaturatingAdd(p.use_non_zero ? v.nonzero_mem_bytes[i] : v.req_mem_bytes[i], mem.pod_request);
-    // Both resources counted, real sizes: one range check for both quotients, and equal
-    // weights w make the total w * (s_cpu + s_mem) / 2w.
-    if (a_cpu > 0 && a_mem > 0 && a_cpu < kFitExactBelow && a_mem < kFitExactBelow && q_cpu >= 0 && q_mem >= 0 &&
-        cpu.weight == mem.weight && cpu.weight > 0) {
-      return (FitLeastAllocatedExact(a_cpu, q_cpu) + FitLeastAllocatedExact(a_mem, q_mem)) / 2;
-    }
-    int64_t numerator = 0, weights = 0;
-    FitLeastAllocatedTerm(a_cpu, q_cpu, cpu.weight, &numerator, &weights);
-    FitLeastAllocatedTerm(a_mem, q_mem, mem.weight, &numerator, &weights);
-    return weights == 0 ? 0 : NonNegativeDiv(numerator, weights);
+/** LeastAllocated over cpu then memory (FitScoresCpuMemory): the pod's requests and the
+ *  weights alone, small enough for a kernel functor to carry by value (FitScoreParams
+ *  holds the shape points of RequestedToCapacityRatio, ~1.2 KB). */
+struct FitLeastCpuMemory {
+  int64_t cpu_request, mem_request, cpu_weight, mem_weight;
+  bool use_non_zero;
+};
+
+KPLACE_HOST_DEVICE inline FitLeastCpuMemory FitLeastCpuMemoryOf(const FitScoreParams& p) {
+  return FitLeastCpuMemory{p.resources[0].pod_request, p.resources[1].pod_request, p.resources[0].weight,
+                           p.resources[1].weight, p.use_non_zero};
+}
+
+KPLACE_HOST_DEVICE inline int64_t FitLeastAllocatedCpuMemory(const FitNodeView& v, const FitLeastCpuMemory& p, int32_t i) {
+  const FitNodeRow r = FitRowAt(v, i);
+  const int64_t a_cpu = r.alloc_cpu_milli, a_mem = r.alloc_mem_bytes;
+  const int64_t q_cpu = SaturatingAdd(p.use_non_zero ? r.nonzero_cpu_milli : r.req_cpu_milli, p.cpu_request);
+  const int64_t q_mem = SaturatingAdd(p.use_non_zero ? r.nonzero_mem_bytes : r.req_mem_bytes, p.mem_request);
+  // Both resources counted, real sizes: one range check for both quotients, and equal
+  // weights w make the total w * (s_cpu + s_mem) / 2w.
+  if (a_cpu > 0 && a_mem > 0 && a_cpu < kFitExactBelow && a_mem < kFitExactBelow && q_cpu >= 0 && q_mem >= 0 &&
+      p.cpu_weight == p.mem_weight && p.cpu_weight > 0) {
+    return (FitLeastAllocatedExact(a_cpu, q_cpu) + FitLeastAllocatedExact(a_mem, q_mem)) / 2;
   }
+  int64_t numerator = 0, weights = 0;
+  FitLeastAllocatedTerm(a_cpu, q_cpu, p.cpu_weight, &numerator, &weights);
+  FitLeastAllocatedTerm(a_mem, q_mem, p.mem_weight, &numerator, &weights);
+  return weights == 0 ? 0 : NonNegativeDiv(numerator, weights);
+}
+
+/** Whether FitScoreNode takes FitLeastAllocatedCpuMemory for `p`. */
+KPLACE_HOST_DEVICE inline bool FitScoresLeastCpuMemory(const FitScoreParams& p) {
+  return p.strategy == FitStrategy::kLeastAllocated && FitScoresCpuMemory(p);
+}
+
+KPLACE_HOST_DEVICE inline int64_t FitScoreNode(const FitNodeView& v, const FitScoreParams& p, int32_t i) {
+  if (FitScoresLeastCpuMemory(p)) return FitLeastAllocatedCpuMemory(v, FitLeastCpuMemoryOf(p), i);
   return FitScoreNodeGeneral(v, p, i);
 }
 
