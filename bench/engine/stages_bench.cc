@@ -389,18 +389,36 @@ BENCHMARK(BM_TransactionScheduleRevert)->Args({5000, 0})->Args({5000, 1})->Unit(
 // A gang of 512 SchedulingBasic pods (a PodGroup, minCount 512, GenericWorkload) decided in
 // one PodGroup cycle, against the same pods without a group (range(1) = 0): {nodes, grouped}.
 // Each iteration schedules them inside a transaction and reverts it. Items = pods.
+// SchedulingBasic's cluster at `nodes` nodes and `count` of its measured pods, named
+// "member-<i>"; false, with the benchmark skipped, when the workload does not build.
+bool BasicClusterAndMembers(benchmark::State& state, int32_t nodes, int32_t count, std::unique_ptr<ObjectSet>* cluster,
+                            std::vector<Pod>* pods) {
+  auto w = LoadWorkload("SchedulingBasic");
+  if (!w.ok()) {
+    state.SkipWithError(std::string(w.status().message()).c_str());
+    return false;
+  }
+  SelectNodes(*w, nodes);
+  auto built = BuildCluster(*w);
+  PodGroup measured = w->measured;
+  measured.count = count;
+  auto members = BuildPods(measured, "member");
+  if (!built.ok() || !members.ok()) {
+    state.SkipWithError("cannot build the workload");
+    return false;
+  }
+  *cluster = std::make_unique<ObjectSet>(std::move(*built));
+  *pods = std::move(*members);
+  return true;
+}
+
 void BM_PodGroupCycle(benchmark::State& state) {
   constexpr int32_t kMembers = 512;
   const bool grouped = state.range(1) != 0;
-  auto w = LoadWorkload("SchedulingBasic");
-  if (!w.ok()) return state.SkipWithError(std::string(w.status().message()).c_str());
-  SelectNodes(*w, static_cast<int32_t>(state.range(0)));
-  auto built = BuildCluster(*w);
-  PodGroup measured = w->measured;
-  measured.count = kMembers;
-  auto pods = BuildPods(measured, "member");
-  if (!built.ok() || !pods.ok()) return state.SkipWithError("cannot build the workload");
-  auto cluster = std::make_unique<ObjectSet>(std::move(*built));
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> member_list;
+  if (!BasicClusterAndMembers(state, static_cast<int32_t>(state.range(0)), kMembers, &cluster, &member_list)) return;
+  std::vector<Pod>* pods = &member_list;
   if (grouped) {
     kplace::PodGroup gang;
     gang.meta.name = "gang";
@@ -425,6 +443,57 @@ void BM_PodGroupCycle(benchmark::State& state) {
   state.SetLabel(grouped ? "PodGroup cycle" : "no group");
 }
 BENCHMARK(BM_PodGroupCycle)->Args({5000, 1})->Args({5000, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Workload-aware preemption: every node of SchedulingBasic's cluster full of four 1-CPU pods
+// of priority 0, and a gang of 128 1-CPU pods of priority 100 (minCount 128). Each iteration,
+// inside a transaction then reverted: the group's cycle fails, preempts (one pod put back at
+// a time, 4 per node), and its retry binds it. {nodes, ask every member again (upstream's
+// way) instead of only those a put-back pod can reach}. Items = members.
+void BM_PodGroupPreemption(benchmark::State& state) {
+  constexpr int32_t kMembers = 128;
+  std::unique_ptr<ObjectSet> cluster;
+  std::vector<Pod> member_list;
+  if (!BasicClusterAndMembers(state, static_cast<int32_t>(state.range(0)), kMembers, &cluster, &member_list)) return;
+  std::vector<Pod>* pods = &member_list;
+  Pod low = (*pods)[0];
+  low.containers[0].requests["cpu"] = *Quantity::Parse("1");
+  low.priority = 0;
+  for (const Node& n : std::vector<Node>(cluster->nodes)) {
+    for (int k = 0; k < 4; ++k) {
+      Pod p = low;
+      p.meta.name = StrCat("low-", n.meta.name, "-", k);
+      p.meta.uid = p.meta.name;
+      p.node_name = n.meta.name;
+      cluster->pods.push_back(std::move(p));
+    }
+  }
+  kplace::PodGroup gang;
+  gang.meta.name = "gang";
+  gang.meta.namespace_ = low.meta.namespace_;
+  gang.min_count = kMembers;
+  gang.priority = 100;
+  cluster->pod_groups.push_back(gang);
+  for (Pod& p : *pods) {
+    p.scheduling_group = "gang";
+    p.priority = 100;
+    p.containers[0].requests["cpu"] = *Quantity::Parse("1");
+  }
+  cycle::Options options;
+  options.backend = engine::Backend::kOmp;
+  options.gates.overrides["GenericWorkload"] = true;
+  options.group_preemption_asks_all = state.range(1) != 0;
+  auto s = cycle::Scheduler::Create(*cluster, DefaultSchedulerConfig(), options);
+  if (!s.ok()) return state.SkipWithError(std::string(s.status().message()).c_str());
+  for (auto _ : state) {
+    if (!(*s)->state().Begin().ok()) return state.SkipWithError("Begin");
+    std::vector<cycle::Placement> out = (*s)->ScheduleAll(*pods);
+    if (out.empty() || out.back().node.empty()) return state.SkipWithError("the gang was not bound after preempting");
+    if (!(*s)->state().Revert().ok()) return state.SkipWithError("Revert");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(kMembers) * state.iterations());
+  state.SetLabel(state.range(1) != 0 ? "every member asked" : "members a put-back pod can reach");
+}
+BENCHMARK(BM_PodGroupPreemption)->Args({1000, 0})->Args({1000, 1})->Args({5000, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // "How many replicas of this fit?" (whatif::Replicas, scheduler-library's
 // SchedulePodsByTemplate) on SchedulingBasic's cluster: {nodes, copies, reference?}; copies

@@ -182,32 +182,35 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
         const Pod& m = *g.pods[a.first];
         return SeesOtherNodes(m, spread) || state_.Nomination(ObjectKey(m.meta));
       });
+  // One transaction for the whole pass (a caller's may be open around it, and they nest one
+  // level deep): a pod that does not go back, and each member tried, leave again by events.
   if (absl::Status s = remove_all(); !s.ok()) return fail(s);
   std::vector<size_t> asked;  // indices into `placed`
+  std::vector<std::string> tried;  // members bound for this unit's check
   for (const Unit& u : units) {
-    const state::ClusterEvent back = state::PodEvent(state::EventType::kAdded, u.pod);
+    if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kAdded, u.pod)); !s.ok()) return fail(s);
     asked.clear();
     for (size_t k = 0; k < placed.size(); ++k) {
       if (!members_local || ReachesOtherNodes(u.pod) || placed[k].second == u.pod.node_name) asked.push_back(k);
     }
-    if (asked.empty()) {  // nothing it can change: it stays
-      if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
-      continue;
-    }
-    if (absl::Status s = begin(); !s.ok()) return fail(s);
-    if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
     bool fits = true;
+    tried.clear();
     for (size_t a = 0; a < asked.size() && fits; ++a) {
       const size_t k = asked[a];
       const Pod& member = *g.pods[placed[k].first];
       absl::StatusOr<std::string> fit = WalkFilter(member, {placed[k].second}, true, nullptr);
       fits = fit.ok() && !fit->empty();
-      if (fits) Bind(member, state_.Row(placed[k].second));
+      if (!fits) break;
+      Bind(member, state_.Row(placed[k].second));
+      tried.push_back(ObjectKey(member.meta));
     }
-    if (absl::Status s = revert(); !s.ok()) return fail(s);
-    if (fits) {
-      if (absl::Status s = state_.Apply(back); !s.ok()) return fail(s);
-    } else {
+    for (auto it = tried.rbegin(); it != tried.rend(); ++it) {
+      const Pod* bound = state_.FindBoundPod(*it);
+      if (!bound) return fail(absl::InternalError(StrCat("member ", *it, " was not bound")));
+      if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kDeleted, *bound)); !s.ok()) return fail(s);
+    }
+    if (!fits) {
+      if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kDeleted, u.pod)); !s.ok()) return fail(s);
       r.victims.push_back(u.key);
     }
   }

@@ -288,6 +288,26 @@ TEST(PodGroupTest, GangPreemptsTheLeastImportantPods) {
   }
 }
 
+// Inside a transaction of the caller's (a dry run, a fork), the group's cycle and its
+// preemption decide the same, and the caller's revert leaves the cluster as it was.
+TEST(PodGroupTest, GangPreemptionInsideACallersTransaction) {
+  const ObjectSet c = CrowdedNodeWithGang();
+  for (bool reference : {false, true}) {
+    auto plain = Make(c, reference);
+    std::string want;
+    for (const Placement& p : plain->ScheduleAll(GangOfTwo())) want += Describe(p) + "\n";
+    auto s = Make(c, reference);
+    const json before = testing::ToJson(s->state().Objects());
+    ASSERT_TRUE(s->state().Begin().ok());
+    std::string got;
+    for (const Placement& p : s->ScheduleAll(GangOfTwo())) got += Describe(p) + "\n";
+    EXPECT_EQ(got, want);
+    EXPECT_NE(got.find("default/a -> n1"), std::string::npos) << got;
+    ASSERT_TRUE(s->state().Revert().ok());
+    EXPECT_EQ(testing::ToJson(s->state().Objects()), before);
+  }
+}
+
 // A pod whose eviction would break a PodDisruptionBudget is put back before the others: l1
 // stays, and l2 goes although it ranks higher.
 TEST(PodGroupTest, GangPreemptionSparesPdbProtectedPodsFirst) {
