@@ -6,6 +6,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <thrust/gather.h>
 #include <thrust/scatter.h>
@@ -173,10 +174,12 @@ class BackendFramework final : public engine::Framework {
   PreFilterResult RunPreFilter(const Pod& pod, bool in_run) {
     PreFilterResult out;
     out.skip_filter.assign(filter_.size(), false);
-    std::vector<std::string> skipped;
+    std::vector<std::string_view>& skipped = pre_skipped_;  // names compared, never copied
+    skipped.clear();
     for (size_t i = 0; i < pre_filter_.size(); ++i) {
       engine::Plugin* p = pre_filter_[i];
-      std::vector<NodeIndex> nodes;
+      std::vector<NodeIndex>& nodes = pre_nodes_;  // cleared per plugin, as a fresh vector would be
+      nodes.clear();
       bool restricts = false;
       PluginStatus s = CallPreFilter(i, pod, in_run, &nodes, &restricts);
       if (s.IsSkip()) {
@@ -229,7 +232,7 @@ class BackendFramework final : public engine::Framework {
     }
     for (size_t f = 0; f < filter_.size(); ++f) {
       out.skip_filter[f] =
-          std::find(skipped.begin(), skipped.end(), std::string(filter_[f]->Name())) != skipped.end();
+          std::find(skipped.begin(), skipped.end(), std::string_view(filter_[f]->Name())) != skipped.end();
     }
     return out;
   }
@@ -717,8 +720,13 @@ class BackendFramework final : public engine::Framework {
     const int32_t count = static_cast<int32_t>(feasible.size());
     out->status = PluginStatus::Success();
     out->skipped.assign(score_.size(), false);
-    out->raw.assign(per_plugin ? score_.size() : 0, std::vector<int64_t>(count, 0));
-    out->normalized = out->raw;
+    if (per_plugin) {
+      out->raw.assign(score_.size(), std::vector<int64_t>(count, 0));
+      out->normalized = out->raw;
+    } else {  // totals alone: no per-node row to build and drop for every pod
+      out->raw.clear();
+      out->normalized.clear();
+    }
     out->total.assign(count, 0);
     out->pre_score_status.assign(pre_score_.size(), PluginStatus::Success());
     const auto pre_score_start = std::chrono::steady_clock::now();
@@ -1010,6 +1018,8 @@ class BackendFramework final : public engine::Framework {
   }();
   bool run_pre_valid_ = false;
   PreFilterResult run_pre_;
+  std::vector<std::string_view> pre_skipped_;  // RunPreFilter's buffers, kept across pods
+  std::vector<NodeIndex> pre_nodes_;
   std::vector<bool> run_local_skip_, run_skip_local_, run_skip_other_;
   FilterResult run_local_;
   NodeMarks run_local_valid_;  // run_local_ holds node i's verdict

@@ -1,6 +1,7 @@
 #include "kplace/model/requests.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kplace/common/int_math.h"
 #include "kplace/model/validation.h"
@@ -30,6 +31,16 @@ ResourceList WithDefaults(const ResourceList& requests, const ResourceList* defa
   ResourceList out = requests;
   for (const auto& [k, v] : *defaults) out.emplace(k, v);  // only absent keys
   return out;
+}
+
+// AddInto(into, WithDefaults(requests, defaults)) without building the defaulted copy: each
+// key still gets one add, of its request or else its default.
+void AddWithDefaults(ResourceList& into, const ResourceList& requests, const ResourceList* defaults) {
+  AddInto(into, requests);
+  if (!defaults) return;
+  for (const auto& [k, v] : *defaults) {
+    if (!requests.count(k)) into[k] += v;
+  }
 }
 
 bool IsPodLevelSupported(std::string_view name) {
@@ -73,7 +84,7 @@ const ResourceList& NonZeroDefaults() {
 
 ResourceList PodRequests(const Pod& pod, const ResourceList* defaults, bool pod_level_resources) {
   ResourceList sum;
-  for (const Container& c : pod.containers) AddInto(sum, WithDefaults(c.requests, defaults));
+  for (const Container& c : pod.containers) AddWithDefaults(sum, c.requests, defaults);
   ResourceList sidecars, init_max;
   for (const Container& c : pod.init_containers) {
     ResourceList req = WithDefaults(c.requests, defaults);
@@ -87,7 +98,7 @@ ResourceList PodRequests(const Pod& pod, const ResourceList* defaults, bool pod_
       MaxInto(init_max, candidate);
     }
   }
-  ResourceList out = sum;
+  ResourceList out = std::move(sum);
   MaxInto(out, init_max);
   if (pod_level_resources && HasSupportedPodLevelRequests(pod)) {
     for (const auto& [k, v] : *pod.pod_requests) {
