@@ -174,8 +174,9 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
   // Each unit back in turn: it stays when every placed member still passes Filter on its
   // node with the members before it placed. When neither the members nor the unit look past
   // their own node, only the members placed on the unit's node can change their verdict:
-  // the others are not asked again (nor bound, which no asked member's node sees). A
-  // member's own nomination ends when it is bound: one that holds one takes the whole check.
+  // the others are not asked again (nor bound, which no asked member's node sees). A member
+  // that holds a nomination counts on its nominated node for the members after it: one
+  // that does takes the whole check.
   const PodTopologySpreadArgs& spread = dry_[g.profile_of[g.queued.front()]]->profile().args.pod_topology_spread;
   const bool members_local =
       !options_.group_preemption_asks_all && std::none_of(placed.begin(), placed.end(), [&](const auto& a) {
@@ -187,6 +188,7 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
   if (absl::Status s = remove_all(); !s.ok()) return fail(s);
   std::vector<size_t> asked;  // indices into `placed`
   std::vector<std::string> tried;  // members bound for this unit's check
+  std::vector<Pod> nominations;    // their nominations, as the scheduler records them
   for (const Unit& u : units) {
     if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kAdded, u.pod)); !s.ok()) return fail(s);
     asked.clear();
@@ -195,20 +197,27 @@ CycleScheduler::GroupPreemption CycleScheduler::PreemptForPodGroup(const GroupMe
     }
     bool fits = true;
     tried.clear();
+    nominations.clear();
     for (size_t a = 0; a < asked.size() && fits; ++a) {
       const size_t k = asked[a];
       const Pod& member = *g.pods[placed[k].first];
       absl::StatusOr<std::string> fit = WalkFilter(member, {placed[k].second}, true, nullptr);
       fits = fit.ok() && !fit->empty();
       if (!fits) break;
+      std::string key = ObjectKey(member.meta);
+      if (const Pod* n = state_.Nomination(key)) nominations.push_back(*n);
       Bind(member, state_.Row(placed[k].second));
-      tried.push_back(ObjectKey(member.meta));
+      // Upstream adds the member to its snapshot only: the scheduler's record of its
+      // nomination stays (and counts for the members after it), which the bind ended.
+      if (!nominations.empty() && ObjectKey(nominations.back().meta) == key) state_.Nominate(nominations.back());
+      tried.push_back(std::move(key));
     }
     for (auto it = tried.rbegin(); it != tried.rend(); ++it) {
       const Pod* bound = state_.FindBoundPod(*it);
       if (!bound) return fail(absl::InternalError(StrCat("member ", *it, " was not bound")));
       if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kDeleted, *bound)); !s.ok()) return fail(s);
     }
+    for (const Pod& n : nominations) state_.Nominate(n);  // the removal ended them too
     if (!fits) {
       if (absl::Status s = state_.Apply(state::PodEvent(state::EventType::kDeleted, u.pod)); !s.ok()) return fail(s);
       r.victims.push_back(u.key);
