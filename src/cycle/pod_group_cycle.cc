@@ -222,28 +222,24 @@ void CycleScheduler::FinishPodGroup(const std::string& group, const GroupStatus&
   outcome->reason = status.code == Code::kSuccess ? "Scheduled" : status.code == Code::kError ? "SchedulerError" : "Unschedulable";
   outcome->message = status.Message();
   outcome->victims = std::move(preemption.victims);
-  // The members the preemption placed are nominated there (ModeOverride, "" clears); the
-  // others that were not bound lose their nomination (clearNominatedNode).
-  // The first member nominated carries the victims too, so that a count over the members'
-  // preemptions counts them once.
-  std::map<size_t, const std::string*> nominated;
-  for (const auto& [m, node] : preemption.nominations) nominated.emplace(m, &node);
-  bool victims_told = false;
+  // Members not bound lose their nomination (clearNominatedNode); those the preemption placed
+  // are nominated there (ModeOverride, "" clears). The first of them carries the victims
+  // too, so that a count over the members' preemptions counts them once.
   for (size_t m : g.queued) {
     Placement& p = *out[m];
     p.pod_group = outcome;
-    if (auto it = nominated.find(m); it != nominated.end()) {
-      Pod pod = *g.pods[m];
-      pod.nominated_node_name = *it->second;
-      state_.Nominate(pod);
-      if (pod.nominated_node_name.empty()) continue;
-      PreemptionOutcome& po = p.preemption.emplace();
-      po.nominated_node = pod.nominated_node_name;
-      if (!victims_told) po.victims = outcome->victims;
-      victims_told = true;
-    } else if (p.node.empty()) {
-      state_.ClearNomination(p.pod);
-    }
+    if (p.node.empty()) state_.ClearNomination(p.pod);
+  }
+  bool victims_told = false;
+  for (const auto& [m, node] : preemption.nominations) {
+    Pod pod = *g.pods[m];
+    pod.nominated_node_name = node;
+    state_.Nominate(pod);
+    if (node.empty()) continue;
+    PreemptionOutcome& po = out[m]->preemption.emplace();
+    po.nominated_node = node;
+    if (!victims_told) po.victims = outcome->victims;
+    victims_told = true;
   }
 }
 

@@ -110,33 +110,31 @@ Placement CycleScheduler::PostFilter(const Pod& pod, Evaluator* ev, size_t ev_in
     return finish(joined());
   }
   const bool generic_workload = state_.gates().Enabled("GenericWorkload");
-  std::unique_ptr<DryRunHost> host;
+  PostFilterResult r;
   if (!pod.scheduling_group.empty() && generic_workload) {
     // A member of a PodGroup: the group's own preemption decides (PodGroupPostFilter).
-  } else if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && state_.snapshot()) {
-    // The engine answers the dry run's filter calls it can (the pod's PreFilter is current).
-    std::vector<const Pod*> nominated;
-    for (const auto& [key, q] : state_.nominated()) nominated.push_back(&q);
-    host = std::make_unique<EngineDryRunHost>(
-        engine_ev->framework(), engine_ev->pre_filter(), pod, *state_.snapshot(),
-        [this](const std::string& name) { return static_cast<int32_t>(state_.Row(name)); }, std::move(nominated),
-        [this, ev_index] { return std::unique_ptr<DryRunHost>(MakeHost(ev_index)); });
-  } else {
-    host = MakeHost(ev_index);
-  }
-  PostFilterOptions options;
-  options.args = profile.args.default_preemption;
-  options.node_order = state_.order();
-  options.offset = [this](int32_t potential) {
-    return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
-  };
-  options.generic_workload = generic_workload;
-  const std::vector<PodDisruptionBudget>& pdbs = objects().pdbs;
-  PostFilterResult r;
-  if (host) {
-    r = cycle::PostFilter(*host, pod, statuses, pdbs, options);
-  } else {
     r.status = PluginStatus::Make(Code::kUnschedulable, "preemption: not eligible due to workload aware preemption enabled");
+  } else {
+    std::unique_ptr<DryRunHost> host;
+    if (auto* engine_ev = dynamic_cast<EngineEvaluator*>(ev); engine_ev && state_.snapshot()) {
+      // The engine answers the dry run's filter calls it can (the pod's PreFilter is current).
+      std::vector<const Pod*> nominated;
+      for (const auto& [key, q] : state_.nominated()) nominated.push_back(&q);
+      host = std::make_unique<EngineDryRunHost>(
+          engine_ev->framework(), engine_ev->pre_filter(), pod, *state_.snapshot(),
+          [this](const std::string& name) { return static_cast<int32_t>(state_.Row(name)); }, std::move(nominated),
+          [this, ev_index] { return std::unique_ptr<DryRunHost>(MakeHost(ev_index)); });
+    } else {
+      host = MakeHost(ev_index);
+    }
+    PostFilterOptions options;
+    options.args = profile.args.default_preemption;
+    options.node_order = state_.order();
+    options.offset = [this](int32_t potential) {
+      return static_cast<int32_t>(preempt_rng_() % static_cast<uint64_t>(potential));
+    };
+    options.generic_workload = generic_workload;
+    r = cycle::PostFilter(*host, pod, statuses, objects().pdbs, options);
   }
   if (r.status.refused) {  // the dry run reached what kplace does not model
     out.code = Code::kError;
